@@ -1,0 +1,125 @@
+"""The one door to every network: ``Evaluator.evaluate(states) -> list[Evaluation]``.
+
+Everything that plays or labels (the MCTS engine, ``kosumi analyze``, labelling) talks to this
+interface only. Backends (torch, onnxruntime, tensorrt, int8-numpy) run the raw forward pass;
+encoding the features, masking illegal points, the softmax and the side-to-move perspective are
+done once, above them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kosumi.go.board import GameState
+
+
+@dataclass
+class Evaluation:
+    """A network's verdict on one position, from the side to move's view.
+
+    policy     float32 [N*N + 1]: probabilities over points (row-major from the top-left) then
+               pass; 0 at illegal points; sums to 1.
+    value      the side to move's win probability, in [0, 1].
+    score_lead the side to move's expected lead in points (komi included), if the net has it.
+    ownership  float32 [N*N] in [-1, 1], +1 = the side to move will own the point, if the net has it.
+    """
+
+    policy: np.ndarray
+    value: float
+    score_lead: float | None = None
+    ownership: np.ndarray | None = None
+
+
+class Evaluator(ABC):
+    """Batched evaluation of positions."""
+
+    #: a short human name (file name, "uniform", ...)
+    name: str = "evaluator"
+
+    @abstractmethod
+    def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
+        """Evaluate a batch of positions (any mix of board sizes the net supports)."""
+
+    def evaluate_one(self, state: GameState) -> Evaluation:
+        return self.evaluate([state])[0]
+
+    def supports_size(self, size: int) -> bool:
+        return True
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (sessions, threads)."""
+
+
+class UniformEvaluator(Evaluator):
+    """Uniform policy over legal moves (pass included) and an even value: a network-free oracle
+    for testing search, and a baseline player."""
+
+    name = "uniform"
+
+    def __init__(self, value: float = 0.5, pass_weight: float = 1.0):
+        self.value = value
+        self.pass_weight = pass_weight
+
+    def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
+        out = []
+        for s in states:
+            mask = s.legal_mask()
+            pol = np.zeros(s.num_points + 1, dtype=np.float32)
+            pol[:-1] = mask
+            pol[-1] = self.pass_weight
+            pol /= pol.sum()
+            out.append(Evaluation(policy=pol, value=self.value))
+        return out
+
+
+class CachedEvaluator(Evaluator):
+    """An LRU cache in front of another evaluator, keyed by the position's identity
+    (stones, side to move, ko, recent history, komi): transpositions are evaluated once."""
+
+    def __init__(self, inner: Evaluator, capacity: int = 100_000, history: int = 8):
+        self.inner = inner
+        self.capacity = capacity
+        self.history = history
+        self.name = inner.name
+        self.hits = 0
+        self.misses = 0
+        self._cache: OrderedDict[tuple, Evaluation] = OrderedDict()
+
+    def key(self, s: GameState) -> tuple:
+        return (
+            s.size, s.hash, s.to_move, s.ko, s.komi, s.passes,
+            tuple(s.moves[-self.history:]),
+        )
+
+    def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
+        keys = [self.key(s) for s in states]
+        results: list[Evaluation | None] = []
+        todo, todo_idx = [], []
+        for i, (k, s) in enumerate(zip(keys, states)):
+            e = self._cache.get(k)
+            if e is not None:
+                self._cache.move_to_end(k)
+                self.hits += 1
+            else:
+                self.misses += 1
+                todo.append(s)
+                todo_idx.append(i)
+            results.append(e)
+        if todo:
+            for i, e in zip(todo_idx, self.inner.evaluate(todo)):
+                results[i] = e
+                self._cache[keys[i]] = e
+            while len(self._cache) > self.capacity:
+                self._cache.popitem(last=False)
+        return results  # type: ignore[return-value]
+
+    def supports_size(self, size: int) -> bool:
+        return self.inner.supports_size(size)
+
+    def close(self) -> None:
+        self.inner.close()

@@ -20,6 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from kosumi import accel
 from kosumi.go.coords import (
     BLACK,
     EMPTY,
@@ -109,6 +110,23 @@ class GameState:
         self.start_to_move = BLACK
         self._nb = neighbor_table(n)
         self._zob = zobrist_table(n)
+
+    @classmethod
+    def from_rows(cls, rows: list[str], komi: float = 7.5, to_move: int = BLACK,
+                  rules: Rules | str = "chinese") -> "GameState":
+        """A position from a diagram: strings from the TOP row, 'X' black, 'O' white, '.' empty
+        (spaces ignored). The stones are setup stones; ``to_move`` moves next."""
+        grid = [r.replace(" ", "") for r in rows]
+        n = len(grid)
+        if any(len(r) != n for r in grid):
+            raise ValueError(f"a {n}-row diagram needs {n} points in every row")
+        state = cls(n, komi, rules)
+        for color, ch in ((BLACK, "X"), (WHITE, "O")):
+            pts = [y * n + x for y, r in enumerate(grid) for x, c in enumerate(r) if c == ch]
+            if pts:
+                state.place_setup(color, pts, to_move=to_move)
+        state.to_move = state.start_to_move = to_move
+        return state
 
     # ------------------------------------------------------------------ copying
     def copy(self) -> "GameState":
@@ -252,24 +270,16 @@ class GameState:
         if color is None:
             color = self.to_move
         n = self.size
-        b = np.frombuffer(self.board, dtype=np.uint8).reshape(n, n)
-        empty = b == EMPTY
-        # points with an empty neighbour are legal unless banned by ko/superko
-        emp_nb = np.zeros((n, n), dtype=bool)
-        emp_nb[1:, :] |= empty[:-1, :]
-        emp_nb[:-1, :] |= empty[1:, :]
-        emp_nb[:, 1:] |= empty[:, :-1]
-        emp_nb[:, :-1] |= empty[:, 1:]
-        mask = empty.reshape(-1).copy()
-        for p in np.flatnonzero(empty.reshape(-1) & ~emp_nb.reshape(-1)):
-            mask[p] = self.illegal_reason(int(p), color) is None
-        if self.ko >= 0 and color == self.ko_color:
-            mask[self.ko] = False
+        # occupied, simple ko and suicide: kosumi.accel (C when built, numpy otherwise)
+        mask = np.empty(n * n, dtype=bool)
+        ko = self.ko if color == self.ko_color else -1
+        accel.legal_mask(self.board, n, color, ko, self.rules.suicide, out=mask)
         if self.rules.ko == KO_POSITIONAL:
             # only captures can repeat a position; check the liberties of chains in atari
+            b = np.frombuffer(self.board, dtype=np.uint8)
             opp = 3 - color
             seen = set()
-            for p in np.flatnonzero(b.reshape(-1) == opp):
+            for p in np.flatnonzero(b == opp):
                 h = self.head[p]
                 if h in seen:
                     continue
@@ -278,6 +288,17 @@ class GameState:
                     q = self.atari_liberty(h)
                     if mask[q]:
                         mask[q] = self.illegal_reason(q, color) is None
+            if self.rules.suicide:
+                # ... and legal multi-stone suicides: re-check the points without an empty
+                # neighbour in full
+                empty = (b == EMPTY).reshape(n, n)
+                emp_nb = np.zeros((n, n), dtype=bool)
+                emp_nb[1:, :] |= empty[:-1, :]
+                emp_nb[:-1, :] |= empty[1:, :]
+                emp_nb[:, 1:] |= empty[:, :-1]
+                emp_nb[:, :-1] |= empty[:, 1:]
+                for p in np.flatnonzero(mask & ~emp_nb.reshape(-1)):
+                    mask[p] = self.illegal_reason(int(p), color) is None
         return mask
 
     # ------------------------------------------------------------------ playing
@@ -440,32 +461,8 @@ class GameState:
     # ------------------------------------------------------------------ scoring
     def area_ownership(self) -> np.ndarray:
         """Tromp-Taylor owner of each point: BLACK, WHITE or EMPTY (dame/neutral)."""
-        n2 = self.num_points
-        board, nb = self.board, self._nb
-        owner = np.zeros(n2, dtype=np.int8)
-        seen = bytearray(n2)
-        for p in range(n2):
-            c = board[p]
-            if c != EMPTY:
-                owner[p] = c
-                continue
-            if seen[p]:
-                continue
-            region, borders, stack = [], 0, [p]
-            seen[p] = 1
-            while stack:
-                q = stack.pop()
-                region.append(q)
-                for r in nb[q]:
-                    cr = board[r]
-                    if cr == EMPTY:
-                        if not seen[r]:
-                            seen[r] = 1
-                            stack.append(r)
-                    else:
-                        borders |= cr
-            if borders in (BLACK, WHITE):
-                owner[region] = borders
+        owner = np.empty(self.num_points, dtype=np.int8)
+        accel.area_ownership(self.board, self.size, out=owner)
         return owner
 
     def area_score(self, dead: list[int] | set[int] | None = None) -> float:

@@ -8,6 +8,7 @@ done once, above them.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -51,19 +52,32 @@ class Evaluator(ABC):
     def supports_size(self, size: int) -> bool:
         return True
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release resources (sessions, threads)."""
 
 
 class UniformEvaluator(Evaluator):
-    """Uniform policy over legal moves (pass included) and an even value: a network-free oracle
-    for testing search, and a baseline player."""
+    """A network-free evaluator: uniform policy over legal moves (pass included, with weight
+    ``pass_weight``) and, by default, a static value from the Tromp-Taylor area count of the
+    position (``value="area"``: win probability = logistic(lead / scale) for the side to move),
+    or a constant (``value=0.5``). An oracle for testing search, and a baseline player."""
 
     name = "uniform"
 
-    def __init__(self, value: float = 0.5, pass_weight: float = 1.0):
+    def __init__(self, value: float | str = "area", pass_weight: float = 1.0, scale: float = 2.0):
+        if isinstance(value, str) and value != "area":
+            raise ValueError(f"UniformEvaluator value must be 'area' or a number, not {value!r}")
         self.value = value
         self.pass_weight = pass_weight
+        self.scale = scale
+
+    def _value(self, s: GameState) -> tuple[float, float | None]:
+        if self.value != "area":
+            return float(self.value), None
+        lead = s.area_score()
+        if s.to_move != 1:
+            lead = -lead
+        return 1.0 / (1.0 + math.exp(-lead / self.scale)), lead
 
     def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
         out = []
@@ -73,7 +87,8 @@ class UniformEvaluator(Evaluator):
             pol[:-1] = mask
             pol[-1] = self.pass_weight
             pol /= pol.sum()
-            out.append(Evaluation(policy=pol, value=self.value))
+            value, lead = self._value(s)
+            out.append(Evaluation(policy=pol, value=value, score_lead=lead))
         return out
 
 

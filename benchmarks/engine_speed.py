@@ -1,0 +1,145 @@
+"""Engine speed: rules moves/s, and MCTS playouts/s with b2c16 / b6c64 nets (torch backend,
+1 thread) on 9x9 and 19x19, with the share of time spent outside the network's forward pass.
+
+    python benchmarks/engine_speed.py [--visits 800] [--batch 8] [--out results.json]
+
+Prints one JSON object. "overhead_us_per_playout" is everything the search does per playout
+except the backend's forward pass: tree walk, board copies and moves, legal masks, feature
+encoding, softmax and backup. The target for the foundation is <= 100 us on 19x19.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from kosumi import accel
+from kosumi.engine.mcts import MCTS, SearchConfig
+from kosumi.go.board import GameState
+from kosumi.go.coords import PASS
+
+
+def random_game(size: int, moves: int, seed: int) -> GameState:
+    """A position after ``moves`` random legal moves (no eye-filling restriction)."""
+    rng = random.Random(seed)
+    s = GameState(size, 7.5)
+    for _ in range(moves):
+        legal = np.flatnonzero(s.legal_mask())
+        s.play(int(rng.choice(legal)) if len(legal) else PASS)
+    return s
+
+
+def rules_speed(size: int, games: int = 20) -> dict:
+    """Replay recorded random games: GameState.play() moves per second (legality checked)."""
+    records = [random_game(size, int(size * size * 0.8), seed).moves for seed in range(games)]
+    t0 = time.perf_counter()
+    n = 0
+    for moves in records:
+        s = GameState(size, 7.5)
+        for color, p in moves:
+            s.play(p, color)
+        n += len(moves)
+    dt = time.perf_counter() - t0
+    legal_t0 = time.perf_counter()
+    s = random_game(size, size * size // 3, 99)
+    for _ in range(2000):
+        s.legal_mask()
+    legal_us = (time.perf_counter() - legal_t0) / 2000 * 1e6
+    return {"moves_per_s": round(n / dt), "legal_mask_us": round(legal_us, 1)}
+
+
+class TimedBackend:
+    """Wraps a backend and adds up the seconds spent in its forward pass."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.seconds = 0.0
+        self.calls = 0
+
+    def forward(self, planes, globals_):
+        t0 = time.perf_counter()
+        out = self.inner.forward(planes, globals_)
+        self.seconds += time.perf_counter() - t0
+        self.calls += 1
+        return out
+
+    def close(self):
+        self.inner.close()
+
+
+def engine_speed(model: Path, size: int, visits: int, batch: int) -> dict:
+    from kosumi.runtime import load_evaluator
+
+    evaluator = load_evaluator(model, threads=1, cache=False)
+    timed = TimedBackend(evaluator.backend)
+    evaluator.backend = timed
+    state = random_game(size, size * size // 3, 7)
+    mcts = MCTS(evaluator, SearchConfig(visits=visits, batch=batch, reuse_tree=False, seed=1))
+    mcts.search(state, visits=2 * batch)  # warm-up (allocations, torch kernels)
+    mcts.clear()
+    timed.seconds, timed.calls = 0.0, 0
+    t0 = time.perf_counter()
+    result = mcts.search(state)
+    total = time.perf_counter() - t0
+    playouts = result.playouts
+    outside = total - timed.seconds
+    return {
+        "playouts_per_s": round(playouts / total, 1),
+        "net_evals": timed.calls,
+        "net_ms_per_batch": round(timed.seconds / max(timed.calls, 1) * 1e3, 3),
+        "overhead_us_per_playout": round(outside / playouts * 1e6, 1),
+        "share_outside_net": round(outside / total, 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--visits", type=int, default=800)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--archs", default="b2c16,b6c64")
+    ap.add_argument("--sizes", default="9,19")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(1)
+    from kosumi.nets.checkpoint import save_checkpoint
+    from kosumi.nets.config import NetConfig
+    from kosumi.nets.resnet import KosumiNet
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    report: dict = {
+        "machine": {"platform": platform.platform(), "processor": platform.processor(),
+                    "python": sys.version.split()[0], "torch": torch.__version__,
+                    "c_speedups": accel.HAVE_C},
+        "settings": {"visits": args.visits, "batch": args.batch, "threads": 1,
+                     "position": "after N*N/3 random moves"},
+        "rules": {f"{n}x{n}": rules_speed(n) for n in sizes},
+        "engine": {},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for arch in args.archs.split(","):
+            config = NetConfig(arch=arch, features="basic", head="conv", board_sizes=sizes)
+            path = Path(tmp) / f"{arch}.safetensors"
+            save_checkpoint(path, KosumiNet.random(config, seed=1))
+            for n in sizes:
+                report["engine"][f"{arch} {n}x{n}"] = engine_speed(path, n, args.visits,
+                                                                   args.batch)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

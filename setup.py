@@ -1,0 +1,18 @@
+"""Only the optional C extension lives here; all other metadata is in pyproject.toml.
+
+``optional=True``: if the compiler is missing or the build fails, the install still succeeds and
+``kosumi.accel`` falls back to its numpy/Python implementations.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "kosumi._speedups",
+            ["src/kosumi/_speedups.c"],
+            optional=True,
+            extra_compile_args=["-O3"],
+        )
+    ]
+)

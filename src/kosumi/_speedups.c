@@ -1,0 +1,668 @@
+/*
+ * kosumi._speedups: C versions of the search's hot spots (see kosumi/accel.py, the Python front
+ * that falls back to exact numpy/Python versions when this module is not built).
+ *
+ *   puct_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction, /) -> int
+ *   legal_mask(board, size, color, ko, suicide_allowed, out=None)   -> bytes | out
+ *   chain_liberties(board, size, out=None)                           -> bytes | out
+ *   area_ownership(board, size, out=None)                            -> bytes | out
+ *
+ * Boards are C-contiguous buffers of size*size one-byte items (bytes, bytearray, numpy uint8 /
+ * int8 / bool arrays), row-major from the top-left, 0 empty / 1 black / 2 white, 2 <= size <= 19.
+ * Results are N*N one-byte values, returned as a new `bytes` object, or written into `out` (any
+ * writable C-contiguous buffer of N*N one-byte items, e.g. np.empty(N*N, np.bool_)), which is
+ * then returned. `out` may even be the board itself: the board is copied before writing.
+ *
+ * No global mutable state: every call works on its own stack arrays (at most a few KiB), so the
+ * functions are reentrant and thread-safe. Bad arguments raise ValueError (TypeError for objects
+ * that are not buffers at all).
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <string.h>
+
+#define MIN_SIZE 2
+#define MAX_SIZE 19
+#define PAD_W (MAX_SIZE + 2)        /* padded row width for the largest board */
+#define PAD_N (PAD_W * PAD_W)       /* padded board points */
+#define BORDER 3                    /* padded-board value of off-board points */
+
+/* ------------------------------------------------------------------------------------------ */
+/* buffer helpers                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Get a C-contiguous buffer of one-byte items of exactly `len` bytes. */
+static int
+get_byte_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t len, int writable, const char *name)
+{
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_BufferError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s must be a %sC-contiguous buffer", name,
+                         writable ? "writable " : "");
+        }
+        return -1;
+    }
+    if (view->itemsize != 1 || view->len != len) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s must hold %zd one-byte items (got %zd bytes, itemsize %zd)",
+                     name, len, view->len, view->itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* Is the struct-module format string a native-order float64 ("d", "@d", "=d", "<d"/">d")? */
+static int
+is_float64_format(const char *fmt)
+{
+    const int little = (PY_LITTLE_ENDIAN != 0);
+    if (fmt == NULL)
+        return 0;  /* unsigned bytes */
+    if (fmt[0] == '@' || fmt[0] == '=' || (fmt[0] == '<' && little) ||
+        ((fmt[0] == '>' || fmt[0] == '!') && !little))
+        fmt++;
+    return fmt[0] == 'd' && fmt[1] == '\0';
+}
+
+/* Get a C-contiguous float64 buffer; its element count goes to *count. */
+static int
+get_f64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t *count, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_BufferError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous float64 buffer", name);
+        }
+        return -1;
+    }
+    if (view->itemsize != 8 || !is_float64_format(view->format)) {
+        PyErr_Format(PyExc_ValueError, "%s must be a float64 buffer (got format '%s')", name,
+                     view->format ? view->format : "B");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    *count = view->len / 8;
+    return 0;
+}
+
+static int
+check_size(int size)
+{
+    if (size < MIN_SIZE || size > MAX_SIZE) {
+        PyErr_Format(PyExc_ValueError, "board size %d is not supported (use %d..%d)", size,
+                     MIN_SIZE, MAX_SIZE);
+        return -1;
+    }
+    return 0;
+}
+
+/* Result holder: either a new bytes object or the caller's `out` buffer. */
+typedef struct {
+    PyObject *obj;      /* new reference to return */
+    Py_buffer view;     /* valid when has_view */
+    int has_view;
+    unsigned char *data;
+} result_t;
+
+static int
+result_open(result_t *r, PyObject *out, Py_ssize_t len)
+{
+    r->has_view = 0;
+    if (out == NULL || out == Py_None) {
+        r->obj = PyBytes_FromStringAndSize(NULL, len);
+        if (r->obj == NULL)
+            return -1;
+        r->data = (unsigned char *)PyBytes_AS_STRING(r->obj);
+        return 0;
+    }
+    if (get_byte_buffer(out, &r->view, len, 1, "out") < 0)
+        return -1;
+    r->has_view = 1;
+    r->data = (unsigned char *)r->view.buf;
+    Py_INCREF(out);
+    r->obj = out;
+    return 0;
+}
+
+static PyObject *
+result_close(result_t *r)
+{
+    if (r->has_view)
+        PyBuffer_Release(&r->view);
+    return r->obj;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* padded board                                                                                */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * The board is copied into a (size+2) x (size+2) array with BORDER all around, so that the four
+ * neighbours of a padded point P are P-1, P+1, P-W, P+W without bounds checks. Point p = y*size+x
+ * maps to P = (y+1)*W + (x+1). Returns -1 with ValueError on a value other than 0, 1, 2.
+ */
+typedef struct {
+    int size, w;
+    unsigned char b[PAD_N];
+} padded_t;
+
+static int
+pad_board(padded_t *pb, const unsigned char *src, int size)
+{
+    const int w = size + 2;
+    int x, y;
+    pb->size = size;
+    pb->w = w;
+    memset(pb->b, BORDER, (size_t)(w * w));
+    for (y = 0; y < size; y++) {
+        const unsigned char *row = src + y * size;
+        unsigned char *dst = pb->b + (y + 1) * w + 1;
+        for (x = 0; x < size; x++) {
+            if (row[x] > 2) {
+                PyErr_Format(PyExc_ValueError,
+                             "board values must be 0 (empty), 1 (black) or 2 (white); "
+                             "got %d at point %d", (int)row[x], y * size + x);
+                return -1;
+            }
+            dst[x] = row[x];
+        }
+    }
+    return 0;
+}
+
+#define PAD(pb, p) (((p) / (pb)->size + 1) * (pb)->w + (p) % (pb)->size + 1)
+
+/*
+ * Flood-fill the chain through padded point P (a stone): label its stones with `id` in `cid`
+ * and return its number of distinct liberties, counting only up to 2 (0, 1 or 2 = "two or more").
+ * `stack` needs room for every point of the board.
+ */
+static int
+chain_libs_upto2(const padded_t *pb, int P, short id, short *cid, short *stack)
+{
+    const unsigned char *b = pb->b;
+    const unsigned char c = b[P];
+    const int d[4] = {-1, 1, -pb->w, pb->w};
+    int top = 0, nlibs = 0, lib1 = -1, k;
+    cid[P] = id;
+    stack[top++] = (short)P;
+    while (top > 0) {
+        const int S = stack[--top];
+        for (k = 0; k < 4; k++) {
+            const int Q = S + d[k];
+            const unsigned char cq = b[Q];
+            if (cq == 0) {
+                if (nlibs == 0) {
+                    nlibs = 1;
+                    lib1 = Q;
+                } else if (nlibs == 1 && Q != lib1) {
+                    nlibs = 2;
+                }
+            } else if (cq == c && cid[Q] == 0) {
+                cid[Q] = id;
+                stack[top++] = (short)Q;
+            }
+        }
+    }
+    return nlibs;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* legal_mask                                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(legal_mask_doc,
+"legal_mask(board, size, color, ko, suicide_allowed, out=None) -> bytes | out\n\n"
+"1 at the points where `color` (1 black, 2 white) may play under simple-ko rules, else 0:\n"
+"the point is empty, is not `ko` (-1: no ko ban for `color`) and is not suicide. A move is not\n"
+"suicide if it has an empty neighbour, joins an own chain with another liberty or captures an\n"
+"opponent chain. With `suicide_allowed`, multi-stone suicide is legal; single-stone suicide\n"
+"never is. Positional superko is not checked. Returns new bytes of N*N, or fills `out`.");
+
+static PyObject *
+legal_mask(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"board", "size", "color", "ko", "suicide_allowed", "out", NULL};
+    PyObject *board_obj, *out = NULL;
+    int size, color, suicide_allowed;
+    Py_ssize_t ko;
+    Py_buffer bv;
+    padded_t pb;
+    short cid[PAD_N];          /* chain id per padded point, 0 = not labelled yet */
+    unsigned char clibs[PAD_N];/* liberties (capped at 2) per chain id */
+    short stack[PAD_N];
+    short next_id = 1;
+    result_t res;
+    int x, y, nn;
+    (void)self;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oiinp|O:legal_mask", kwlist, &board_obj,
+                                     &size, &color, &ko, &suicide_allowed, &out))
+        return NULL;
+    if (check_size(size) < 0)
+        return NULL;
+    nn = size * size;
+    if (color != 1 && color != 2) {
+        PyErr_Format(PyExc_ValueError, "color must be 1 (black) or 2 (white), not %d", color);
+        return NULL;
+    }
+    if (ko < -1 || ko >= nn) {
+        PyErr_Format(PyExc_ValueError, "ko must be -1 or a point in 0..%d, not %zd", nn - 1, ko);
+        return NULL;
+    }
+    if (get_byte_buffer(board_obj, &bv, nn, 0, "board") < 0)
+        return NULL;
+    if (pad_board(&pb, (const unsigned char *)bv.buf, size) < 0) {
+        PyBuffer_Release(&bv);
+        return NULL;
+    }
+    PyBuffer_Release(&bv);  /* everything below reads the private copy */
+    if (result_open(&res, out, nn) < 0)
+        return NULL;
+
+    memset(cid, 0, sizeof(cid));
+    {
+        const unsigned char *b = pb.b;
+        const int w = pb.w;
+        const int d[4] = {-1, 1, -w, w};
+        const unsigned char opp = (unsigned char)(3 - color);
+        unsigned char *o = res.data;
+        for (y = 0; y < size; y++) {
+            for (x = 0; x < size; x++) {
+                const int p = y * size + x, P = (y + 1) * w + x + 1;
+                int legal = 0, own_nb = 0, k;
+                if (b[P] != 0 || p == ko) {
+                    o[p] = 0;
+                    continue;
+                }
+                if (b[P - 1] == 0 || b[P + 1] == 0 || b[P - w] == 0 || b[P + w] == 0) {
+                    o[p] = 1;  /* an empty neighbour: a liberty of its own */
+                    continue;
+                }
+                /* Surrounded by stones and border: look at the neighbouring chains. */
+                for (k = 0; k < 4 && !legal; k++) {
+                    const int Q = P + d[k];
+                    const unsigned char c = b[Q];
+                    int libs;
+                    if (c == BORDER)
+                        continue;
+                    if (cid[Q] == 0) {
+                        clibs[next_id] = (unsigned char)chain_libs_upto2(&pb, Q, next_id, cid,
+                                                                        stack);
+                        next_id++;
+                    }
+                    libs = clibs[cid[Q]];  /* P itself is one of them */
+                    if (c == color) {
+                        own_nb = 1;
+                        legal = libs >= 2;     /* the own chain keeps another liberty */
+                    } else if (c == opp) {
+                        legal = libs == 1;     /* the opponent chain is captured */
+                    }
+                }
+                if (!legal && suicide_allowed && own_nb)
+                    legal = 1;                 /* multi-stone suicide */
+                o[p] = (unsigned char)legal;
+            }
+        }
+    }
+    return result_close(&res);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* chain_liberties                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(chain_liberties_doc,
+"chain_liberties(board, size, out=None) -> bytes | out\n\n"
+"For each stone, the number of distinct liberties of its chain (capped at 255); 0 at empty\n"
+"points. Returns new bytes of N*N, or fills `out`.");
+
+static PyObject *
+chain_liberties(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"board", "size", "out", NULL};
+    PyObject *board_obj, *out = NULL;
+    int size, nn, p;
+    Py_buffer bv;
+    padded_t pb;
+    short cid[PAD_N];      /* chain id per padded point, 0 = not labelled yet */
+    short libmark[PAD_N];  /* id of the last chain that counted this empty point */
+    short queue[PAD_N];    /* stones of the current chain (BFS queue = stone list) */
+    short next_id = 1;
+    result_t res;
+    (void)self;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi|O:chain_liberties", kwlist, &board_obj,
+                                     &size, &out))
+        return NULL;
+    if (check_size(size) < 0)
+        return NULL;
+    nn = size * size;
+    if (get_byte_buffer(board_obj, &bv, nn, 0, "board") < 0)
+        return NULL;
+    if (pad_board(&pb, (const unsigned char *)bv.buf, size) < 0) {
+        PyBuffer_Release(&bv);
+        return NULL;
+    }
+    PyBuffer_Release(&bv);
+    if (result_open(&res, out, nn) < 0)
+        return NULL;
+
+    memset(cid, 0, sizeof(cid));
+    memset(libmark, 0, sizeof(libmark));
+    memset(res.data, 0, (size_t)nn);
+    {
+        const unsigned char *b = pb.b;
+        const int w = pb.w;
+        const int d[4] = {-1, 1, -w, w};
+        for (p = 0; p < nn; p++) {
+            const int P = PAD(&pb, p);
+            const unsigned char c = b[P];
+            int head = 0, tail = 0, nlibs = 0, i, k;
+            if (c == 0 || cid[P] != 0)
+                continue;
+            cid[P] = next_id;
+            queue[tail++] = (short)P;
+            while (head < tail) {
+                const int S = queue[head++];
+                for (k = 0; k < 4; k++) {
+                    const int Q = S + d[k];
+                    const unsigned char cq = b[Q];
+                    if (cq == 0) {
+                        if (libmark[Q] != next_id) {
+                            libmark[Q] = next_id;
+                            nlibs++;
+                        }
+                    } else if (cq == c && cid[Q] == 0) {
+                        cid[Q] = next_id;
+                        queue[tail++] = (short)Q;
+                    }
+                }
+            }
+            if (nlibs > 255)
+                nlibs = 255;
+            for (i = 0; i < tail; i++) {
+                const int S = queue[i];
+                res.data[(S / w - 1) * size + S % w - 1] = (unsigned char)nlibs;
+            }
+            next_id++;
+        }
+    }
+    return result_close(&res);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* area_ownership                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(area_ownership_doc,
+"area_ownership(board, size, out=None) -> bytes | out\n\n"
+"Tromp-Taylor owner of each point: the stone's colour on a stone; on an empty point, 1 or 2\n"
+"when its empty region touches stones of that colour only, else 0 (dame / neutral). Returns\n"
+"new bytes of N*N, or fills `out`.");
+
+static PyObject *
+area_ownership(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"board", "size", "out", NULL};
+    PyObject *board_obj, *out = NULL;
+    int size, nn, p;
+    Py_buffer bv;
+    padded_t pb;
+    unsigned char seen[PAD_N];
+    short queue[PAD_N];    /* points of the current empty region */
+    result_t res;
+    (void)self;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi|O:area_ownership", kwlist, &board_obj,
+                                     &size, &out))
+        return NULL;
+    if (check_size(size) < 0)
+        return NULL;
+    nn = size * size;
+    if (get_byte_buffer(board_obj, &bv, nn, 0, "board") < 0)
+        return NULL;
+    if (pad_board(&pb, (const unsigned char *)bv.buf, size) < 0) {
+        PyBuffer_Release(&bv);
+        return NULL;
+    }
+    PyBuffer_Release(&bv);
+    if (result_open(&res, out, nn) < 0)
+        return NULL;
+
+    memset(seen, 0, sizeof(seen));
+    {
+        const unsigned char *b = pb.b;
+        const int w = pb.w;
+        const int d[4] = {-1, 1, -w, w};
+        for (p = 0; p < nn; p++) {
+            const int P = PAD(&pb, p);
+            int head = 0, tail = 0, borders = 0, i, k;
+            unsigned char owner;
+            if (b[P] != 0) {
+                res.data[p] = b[P];
+                continue;
+            }
+            if (seen[P])
+                continue;  /* already written with its region */
+            seen[P] = 1;
+            queue[tail++] = (short)P;
+            while (head < tail) {
+                const int S = queue[head++];
+                for (k = 0; k < 4; k++) {
+                    const int Q = S + d[k];
+                    const unsigned char cq = b[Q];
+                    if (cq == 0) {
+                        if (!seen[Q]) {
+                            seen[Q] = 1;
+                            queue[tail++] = (short)Q;
+                        }
+                    } else if (cq != BORDER) {
+                        borders |= cq;
+                    }
+                }
+            }
+            owner = (unsigned char)((borders == 1 || borders == 2) ? borders : 0);
+            for (i = 0; i < tail; i++) {
+                const int S = queue[i];
+                res.data[(S / w - 1) * size + S % w - 1] = owner;
+            }
+        }
+    }
+    return result_close(&res);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* puct_select                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * numpy's pairwise summation of float64 (numpy/_core/src/umath/loops_utils.h.src,
+ * DOUBLE_pairwise_sum, PW_BLOCKSIZE 128), reproduced operation for operation so that
+ * `priors[visited].sum()` and this sum agree to the last bit.
+ */
+static double
+pairwise_sum(const double *a, Py_ssize_t n)
+{
+    if (n < 8) {
+        double res = 0.;
+        Py_ssize_t i;
+        for (i = 0; i < n; i++)
+            res += a[i];
+        return res;
+    } else if (n <= 128) {
+        double r[8], res;
+        Py_ssize_t i;
+        int j;
+        for (j = 0; j < 8; j++)
+            r[j] = a[j];
+        for (i = 8; i < n - (n % 8); i += 8)
+            for (j = 0; j < 8; j++)
+                r[j] += a[i + j];
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++)
+            res += a[i];
+        return res;
+    } else {
+        Py_ssize_t n2 = n / 2;
+        n2 -= n2 % 8;
+        return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+    }
+}
+
+PyDoc_STRVAR(puct_select_doc,
+"puct_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction, /) -> int\n\n"
+"PUCT child selection over k children (n, w, priors: float64 buffers of k items):\n"
+"argmax_i q_i + u_i with visited_i = n_i > 0, fpu = parent_value - fpu_reduction *\n"
+"sqrt(sum of priors over visited), q_i = w_i / max(n_i, 1e-9) if visited else fpu,\n"
+"u_i = c_puct * sqrt(max(visits, 1)) * priors_i / (1 + n_i). Ties (and NaN) resolve like\n"
+"numpy.argmax: the lowest index wins; the first NaN wins. Bit-identical to the numpy formula.");
+
+#define STACK_CHILDREN 512
+
+static PyObject *
+puct_select(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer nv, wv, pv;
+    Py_ssize_t k, kw, kp, i, nvis = 0, best_i = 0;
+    double visits, parent_value, c_puct, fpu_reduction, cs, fpu, visited_prior, best = 0.0;
+    volatile double reduction;  /* volatile: keep `a - b * c` from fusing into an FMA */
+    double stack_buf[STACK_CHILDREN], *vis_priors = stack_buf;
+    const double *n, *w, *pr;
+    PyObject *result = NULL;
+    (void)self;
+
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "puct_select() takes exactly 7 arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    visits = PyFloat_AsDouble(args[3]);
+    if (visits == -1.0 && PyErr_Occurred())
+        return NULL;
+    parent_value = PyFloat_AsDouble(args[4]);
+    if (parent_value == -1.0 && PyErr_Occurred())
+        return NULL;
+    c_puct = PyFloat_AsDouble(args[5]);
+    if (c_puct == -1.0 && PyErr_Occurred())
+        return NULL;
+    fpu_reduction = PyFloat_AsDouble(args[6]);
+    if (fpu_reduction == -1.0 && PyErr_Occurred())
+        return NULL;
+
+    if (get_f64_buffer(args[0], &nv, &k, "n") < 0)
+        return NULL;
+    if (get_f64_buffer(args[1], &wv, &kw, "w") < 0) {
+        PyBuffer_Release(&nv);
+        return NULL;
+    }
+    if (get_f64_buffer(args[2], &pv, &kp, "priors") < 0) {
+        PyBuffer_Release(&wv);
+        PyBuffer_Release(&nv);
+        return NULL;
+    }
+    if (kw != k || kp != k) {
+        PyErr_Format(PyExc_ValueError,
+                     "n, w and priors must have the same length (got %zd, %zd, %zd)", k, kw, kp);
+        goto done;
+    }
+    if (k == 0) {
+        PyErr_SetString(PyExc_ValueError, "puct_select needs at least one child");
+        goto done;
+    }
+    n = (const double *)nv.buf;
+    w = (const double *)wv.buf;
+    pr = (const double *)pv.buf;
+
+    /* fpu from the priors of the visited children, summed in numpy's order */
+    if (k > STACK_CHILDREN) {
+        vis_priors = (double *)PyMem_Malloc((size_t)k * sizeof(double));
+        if (vis_priors == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    for (i = 0; i < k; i++)
+        if (n[i] > 0)
+            vis_priors[nvis++] = pr[i];
+    visited_prior = 0.0 + pairwise_sum(vis_priors, nvis);
+    if (vis_priors != stack_buf)
+        PyMem_Free(vis_priors);
+    if (visited_prior < 0) {  /* like math.sqrt in the numpy version */
+        PyErr_SetString(PyExc_ValueError, "math domain error (negative sum of visited priors)");
+        goto done;
+    }
+    reduction = fpu_reduction * sqrt(visited_prior);
+    fpu = parent_value - reduction;
+
+    cs = c_puct * sqrt(1.0 > visits ? 1.0 : visits);  /* Python's max(visits, 1) */
+    for (i = 0; i < k; i++) {
+        const double ni = n[i];
+        const double q = ni > 0 ? w[i] / (ni > 1e-9 ? ni : 1e-9) : fpu;
+        const double u = cs * pr[i] / (1.0 + ni);
+        const double v = q + u;
+        if (v != v) {  /* NaN: numpy.argmax returns the first one */
+            best_i = i;
+            break;
+        }
+        if (i == 0 || v > best) {
+            best = v;
+            best_i = i;
+        }
+    }
+    result = PyLong_FromSsize_t(best_i);
+
+done:
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&wv);
+    PyBuffer_Release(&nv);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* module                                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+static PyMethodDef speedups_methods[] = {
+    {"puct_select", (PyCFunction)(void (*)(void))puct_select, METH_FASTCALL, puct_select_doc},
+    {"legal_mask", (PyCFunction)(void (*)(void))legal_mask, METH_VARARGS | METH_KEYWORDS,
+     legal_mask_doc},
+    {"chain_liberties", (PyCFunction)(void (*)(void))chain_liberties,
+     METH_VARARGS | METH_KEYWORDS, chain_liberties_doc},
+    {"area_ownership", (PyCFunction)(void (*)(void))area_ownership,
+     METH_VARARGS | METH_KEYWORDS, area_ownership_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyModuleDef_Slot speedups_slots[] = {
+#ifdef Py_mod_multiple_interpreters
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+#ifdef Py_mod_gil
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
+#endif
+    {0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT,
+    "kosumi._speedups",
+    "C versions of kosumi's search hot spots; use them through kosumi.accel.",
+    0,
+    speedups_methods,
+    speedups_slots,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    return PyModuleDef_Init(&speedups_module);
+}

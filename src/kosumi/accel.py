@@ -1,0 +1,345 @@
+"""Fast paths for the search's hot spots: the C extension ``kosumi._speedups`` when it is built,
+exact numpy/Python fallbacks otherwise (edge devices without a compiler still work).
+
+Four functions, with the same signatures and results in both implementations:
+
+``puct_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction, /) -> int``
+    PUCT child selection over k children; ``n``, ``w``, ``priors`` are float64 buffers (numpy
+    arrays, C-contiguous) of k items. Returns ``argmax_i q_i + u_i`` where ``visited_i = n_i > 0``,
+    ``fpu = parent_value - fpu_reduction * sqrt(sum(priors[visited]))``,
+    ``q_i = w_i / max(n_i, 1e-9)`` if visited else ``fpu``,
+    ``u_i = c_puct * sqrt(max(visits, 1)) * priors_i / (1 + n_i)``; ties go to the lowest index
+    and a NaN wins (like ``numpy.argmax``). The C version is bit-identical to the numpy formula
+    (it reproduces numpy's pairwise summation).
+
+``legal_mask(board, size, color, ko, suicide_allowed, out=None) -> bytes | out``
+    1 where ``color`` may play under simple-ko rules: the point is empty, is not ``ko`` (pass -1
+    when no ko ban applies to ``color``) and is not suicide. With ``suicide_allowed``, multi-stone
+    suicide is legal; single-stone suicide never is. Positional superko is NOT checked (that stays
+    in ``GameState.legal_mask``).
+
+``chain_liberties(board, size, out=None) -> bytes | out``
+    For each stone, the number of distinct liberties of its chain (capped at 255); 0 when empty.
+
+``area_ownership(board, size, out=None) -> bytes | out``
+    Tromp-Taylor owner of each point: 1 black, 2 white, 0 neutral (as ``GameState.area_ownership``).
+
+Boards are C-contiguous buffers of ``size*size`` one-byte items (``bytearray``, ``bytes``, numpy
+uint8/int8/bool), row-major from the top-left, values 0 empty / 1 black / 2 white, with
+``2 <= size <= 19``. The board functions return a new ``bytes`` of N*N values, or, given ``out``
+(any writable C-contiguous buffer of N*N one-byte items, e.g. ``np.empty(N*N, np.bool_)``), write
+into it and return ``out``. Bad arguments raise ValueError (TypeError for a non-buffer).
+
+``HAVE_C`` tells which implementation is in use; set the environment variable
+``KOSUMI_NO_SPEEDUPS=1`` before the first import to force the fallbacks. The fallbacks are always
+available as ``py_puct_select``, ``py_legal_mask``, ``py_chain_liberties``, ``py_area_ownership``.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+from functools import cache
+
+import numpy as np
+
+__all__ = [
+    "HAVE_C",
+    "IMPLEMENTATION",
+    "area_ownership",
+    "chain_liberties",
+    "legal_mask",
+    "puct_select",
+    "py_area_ownership",
+    "py_chain_liberties",
+    "py_legal_mask",
+    "py_puct_select",
+]
+
+MIN_SIZE, MAX_SIZE = 2, 19
+
+
+# ---------------------------------------------------------------------------------- arguments
+def _size(size) -> int:
+    size = operator.index(size)
+    if not MIN_SIZE <= size <= MAX_SIZE:
+        raise ValueError(f"board size {size} is not supported (use {MIN_SIZE}..{MAX_SIZE})")
+    return size
+
+
+def _byte_view(obj, nn: int, name: str, writable: bool = False) -> memoryview:
+    """A flat unsigned-byte memoryview of a C-contiguous buffer of exactly ``nn`` one-byte items."""
+    mv = memoryview(obj)  # TypeError for a non-buffer, like the C version
+    if not mv.c_contiguous or (writable and mv.readonly):
+        raise ValueError(f"{name} must be a {'writable ' if writable else ''}C-contiguous buffer")
+    if mv.itemsize != 1 or mv.nbytes != nn:
+        raise ValueError(
+            f"{name} must hold {nn} one-byte items (got {mv.nbytes} bytes, itemsize {mv.itemsize})"
+        )
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+def _board(board, size) -> tuple[int, bytes]:
+    """(size, a bytes copy of the board) after checking the size, the length and the values.
+    The fallbacks compute from the copy and write ``out`` last, so ``out`` may alias the board."""
+    size = _size(size)
+    bb = _byte_view(board, size * size, "board").tobytes()
+    if bb.translate(None, b"\x00\x01\x02"):  # some value is not 0, 1 or 2
+        p = next(i for i, v in enumerate(bb) if v > 2)
+        raise ValueError(
+            f"board values must be 0 (empty), 1 (black) or 2 (white); got {bb[p]} at point {p}"
+        )
+    return size, bb
+
+
+def _result(values, out):
+    """Return ``values`` (N*N byte values: bytes, bytearray or a uint8 array) as bytes, or copy
+    them into ``out`` and return ``out``."""
+    data = values.tobytes() if isinstance(values, np.ndarray) else bytes(values)
+    if out is None:
+        return data
+    _byte_view(out, len(data), "out", writable=True)[:] = data
+    return out
+
+
+_F64 = np.dtype(np.float64)
+
+
+def _f64(x, name: str) -> np.ndarray:
+    """A 1-D float64 array on the C-contiguous float64 buffer ``x``."""
+    if type(x) is np.ndarray and x.dtype is _F64 and x.ndim == 1 and x.strides[0] == 8:
+        return x  # the common case, checked cheaply
+    if isinstance(x, np.ndarray):
+        if x.dtype != np.float64:
+            raise ValueError(f"{name} must be a float64 buffer (got {x.dtype})")
+        if not x.flags.c_contiguous:
+            raise ValueError(f"{name} must be a C-contiguous float64 buffer")
+        return x.reshape(-1)
+    mv = memoryview(x)
+    if mv.format not in ("d", "@d", "=d", "<d" if np.little_endian else ">d") or mv.itemsize != 8:
+        raise ValueError(f"{name} must be a float64 buffer (got format {mv.format!r})")
+    if not mv.c_contiguous:
+        raise ValueError(f"{name} must be a C-contiguous float64 buffer")
+    return np.frombuffer(mv, dtype=np.float64)
+
+
+@cache
+def _neighbors(size: int) -> tuple[tuple[int, ...], ...]:
+    """Orthogonal on-board neighbours of each point (as kosumi.go.coords.neighbor_table)."""
+    out = []
+    for p in range(size * size):
+        x, y = p % size, p // size
+        nb = []
+        if y > 0:
+            nb.append(p - size)
+        if x > 0:
+            nb.append(p - 1)
+        if x < size - 1:
+            nb.append(p + 1)
+        if y < size - 1:
+            nb.append(p + size)
+        out.append(tuple(nb))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------- fallbacks
+def py_puct_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction, /) -> int:
+    """numpy version of ``puct_select`` (the formula of ``MCTS._select_child``)."""
+    n = _f64(n, "n")
+    w = _f64(w, "w")
+    priors = _f64(priors, "priors")
+    if not len(n) == len(w) == len(priors):
+        raise ValueError(
+            f"n, w and priors must have the same length (got {len(n)}, {len(w)}, {len(priors)})"
+        )
+    if len(n) == 0:
+        raise ValueError("puct_select needs at least one child")
+    visits, parent_value = float(visits), float(parent_value)
+    c_puct, fpu_reduction = float(c_puct), float(fpu_reduction)
+    visited = n > 0
+    sq = math.sqrt(max(visits, 1))
+    # first-play urgency: the parent's value minus a reduction growing with explored prior
+    fpu = parent_value - fpu_reduction * math.sqrt(float(priors[visited].sum()))
+    q = np.where(visited, w / np.maximum(n, 1e-9), fpu)
+    u = (c_puct * sq) * priors / (1.0 + n)
+    return int(np.argmax(q + u))
+
+
+_EMPTY_TO_ONE = bytes.maketrans(b"\x00\x01\x02", b"\x01\x00\x00")
+
+
+@cache
+def _row_masks(size: int) -> tuple[int, int, int]:
+    """Byte-per-point masks as ints (byte p = point p): all points, points with a left
+    neighbour, points with a right neighbour."""
+    nn = size * size
+    return (
+        int.from_bytes(b"\x01" * nn, "little"),
+        int.from_bytes(bytes(p % size != 0 for p in range(nn)), "little"),
+        int.from_bytes(bytes(p % size != size - 1 for p in range(nn)), "little"),
+    )
+
+
+def _empty_points(bb: bytes, size: int) -> tuple[int, int]:
+    """(E, N) as byte-per-point ints: E has byte p = 1 where p is empty, N where p has an empty
+    orthogonal neighbour. Shifting by 8 bits moves to the next point, by 8*size to the next row;
+    the bytes never carry, so a few big-int operations do the whole board."""
+    full, has_left, has_right = _row_masks(size)
+    e = int.from_bytes(bb.translate(_EMPTY_TO_ONE), "little")
+    row = 8 * size
+    n = ((e << 8) & has_left) | ((e >> 8) & has_right) | ((e << row) & full) | (e >> row)
+    return e, n
+
+
+def _libs_upto2(b: bytes, nb, p: int, memo: dict[int, int]) -> int:
+    """Liberties (0, 1, or 2 meaning two or more) of the chain through stone ``p``. The search
+    stops at the second liberty; every stone it visited is memoised with the answer."""
+    c = b[p]
+    seen, stack, lib1, libs = [p], [p], -1, 0
+    visited = {p}
+    while stack and libs < 2:
+        s = stack.pop()
+        for q in nb[s]:
+            cq = b[q]
+            if cq == 0:
+                if libs == 0:
+                    libs, lib1 = 1, q
+                elif q != lib1:
+                    libs = 2
+                    break
+            elif cq == c and q not in visited:
+                visited.add(q)
+                seen.append(q)
+                stack.append(q)
+    for s in seen:
+        memo[s] = libs
+    return libs
+
+
+def _chain(b: bytes, nb, p: int) -> tuple[list[int], set[int]]:
+    """Stones and liberties of the chain through stone ``p``."""
+    c = b[p]
+    stones, libs, stack, seen = [], set(), [p], {p}
+    while stack:
+        s = stack.pop()
+        stones.append(s)
+        for q in nb[s]:
+            cq = b[q]
+            if cq == 0:
+                libs.add(q)
+            elif cq == c and q not in seen:
+                seen.add(q)
+                stack.append(q)
+    return stones, libs
+
+
+def py_legal_mask(board, size, color, ko, suicide_allowed, out=None):
+    """Pure-Python version of ``legal_mask``."""
+    size, bb = _board(board, size)
+    nn = size * size
+    color = operator.index(color)
+    if color not in (1, 2):
+        raise ValueError(f"color must be 1 (black) or 2 (white), not {color}")
+    ko = operator.index(ko)
+    if not -1 <= ko < nn:
+        raise ValueError(f"ko must be -1 or a point in 0..{nn - 1}, not {ko}")
+    suicide_allowed = bool(suicide_allowed)
+    e, n = _empty_points(bb, size)
+    # empty with an empty neighbour: legal (unless ko)
+    mask = bytearray((e & n).to_bytes(nn, "little"))
+    # empty without one: look at the neighbouring chains
+    surrounded = (e & ~n).to_bytes(nn, "little")
+    p = surrounded.find(1)
+    if p >= 0:
+        nb = _neighbors(size)
+        libs_of: dict[int, int] = {}  # stone -> liberties of its chain (capped at 2)
+        while p >= 0:
+            legal = own = False
+            for q in nb[p]:
+                libs = libs_of.get(q)
+                if libs is None:
+                    libs = _libs_upto2(bb, nb, q, libs_of)
+                if bb[q] == color:
+                    own = True
+                    if libs >= 2:  # the own chain keeps another liberty
+                        legal = True
+                        break
+                elif libs == 1:  # the opponent chain is captured
+                    legal = True
+                    break
+            if legal or (suicide_allowed and own):  # (multi-stone suicide)
+                mask[p] = 1
+            p = surrounded.find(1, p + 1)
+    if ko >= 0:
+        mask[ko] = 0
+    return _result(mask, out)
+
+
+def py_chain_liberties(board, size, out=None):
+    """Pure-Python version of ``chain_liberties``."""
+    size, bb = _board(board, size)
+    nb = _neighbors(size)
+    res = bytearray(size * size)
+    done = bytearray(size * size)
+    for p in range(size * size):
+        if bb[p] and not done[p]:
+            stones, libs = _chain(bb, nb, p)
+            count = min(len(libs), 255)
+            for s in stones:
+                res[s] = count
+                done[s] = 1
+    return _result(res, out)
+
+
+def py_area_ownership(board, size, out=None):
+    """Pure-Python version of ``area_ownership`` (the algorithm of ``GameState.area_ownership``)."""
+    size, bb = _board(board, size)
+    nb = _neighbors(size)
+    owner = bytearray(bb)
+    seen = bytearray(size * size)
+    for p in range(size * size):
+        if bb[p] or seen[p]:
+            continue
+        region, borders, stack = [], 0, [p]
+        seen[p] = 1
+        while stack:
+            q = stack.pop()
+            region.append(q)
+            for r in nb[q]:
+                cr = bb[r]
+                if cr == 0:
+                    if not seen[r]:
+                        seen[r] = 1
+                        stack.append(r)
+                else:
+                    borders |= cr
+        if borders in (1, 2):
+            for q in region:
+                owner[q] = borders
+    return _result(owner, out)
+
+
+# ---------------------------------------------------------------------------------- selection
+_c = None
+if os.environ.get("KOSUMI_NO_SPEEDUPS", "").strip() in ("", "0"):
+    try:
+        from kosumi import _speedups as _c  # type: ignore[attr-defined,no-redef]
+    except ImportError:  # not built (no compiler at install time): use the fallbacks
+        _c = None
+
+HAVE_C: bool = _c is not None
+IMPLEMENTATION: str = "c" if HAVE_C else "python"
+
+if _c is not None:
+    puct_select = _c.puct_select
+    legal_mask = _c.legal_mask
+    chain_liberties = _c.chain_liberties
+    area_ownership = _c.area_ownership
+else:
+    puct_select = py_puct_select
+    legal_mask = py_legal_mask
+    chain_liberties = py_chain_liberties
+    area_ownership = py_area_ownership

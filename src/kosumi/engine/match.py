@@ -1,0 +1,618 @@
+"""The match arena: two GTP engines play a series of games, refereed and scored by kosumi.
+
+Each engine is a GTP command line (``kosumi gtp --model FILE``, ``/usr/games/gnugo --mode gtp
+--level 1``, ``/usr/games/leelaz --cpu-only -w NET --gtp --noponder``); nothing here assumes a
+particular engine. Per game, both engines get ``boardsize``, ``komi`` and ``clear_board``; then
+the side to move gets ``genmove`` and its answer, once checked by kosumi's ``GameState`` (simple
+ko, suicide illegal), is sent to the other engine with ``play`` (as an upper-case vertex or
+``pass``; a ``resign`` is never forwarded).
+
+A game ends by
+
+* two passes in a row, or ``max_moves`` moves (default 3*N*N): the final position is scored by
+  area (Tromp-Taylor after removing dead stones). The dead stones are agreed through a referee
+  engine (GNU Go by default: the game is replayed into it and it is asked
+  ``final_status_list dead``); GNU Go's own ``final_score`` is recorded too and any disagreement
+  with kosumi's score is flagged in the log and in the result;
+* a resignation (``B+R`` / ``W+R``);
+* a forfeit (``B+F`` / ``W+F``): an illegal or unparsable move ("cheating"), an engine crash, an
+  answer slower than ``move_timeout``, a failed ``genmove`` or a rejected legal move. A crashed or
+  timed-out engine is restarted for the next game and the match goes on.
+
+Colours alternate between games with ``swap_colors``; the "first engine" is ``black_cmd`` (it has
+Black in game 1). The result (``MatchResult``, JSON-able through ``to_dict``) holds every game,
+the wins per engine and per colour, the first engine's Elo difference with its 95% interval and,
+with ``sprt=(elo0, elo1)``, the SPRT verdict (the match stops as soon as it is decided).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kosumi.engine.elo import CONTINUE, EloEstimate, SPRTResult, elo_estimate
+from kosumi.engine.elo import sprt as sprt_test
+from kosumi.engine.gtp_client import (
+    EngineCrashed,
+    EngineError,
+    GTPError,
+    GTPProcess,
+    GTPTimeout,
+    split_command,
+)
+from kosumi.errors import KosumiError
+from kosumi.go.board import GameState, IllegalMove
+from kosumi.go.coords import (
+    BLACK,
+    PASS,
+    RESIGN,
+    WHITE,
+    check_size,
+    point_to_vertex,
+    vertex_to_point,
+)
+from kosumi.go.sgf import format_result, save_game
+
+log = logging.getLogger("kosumi.match")
+
+DEFAULT_REFEREE = "/usr/games/gnugo --mode gtp --chinese-rules"
+_LETTER = {BLACK: "B", WHITE: "W"}
+_GTP_COLOR = {BLACK: "b", WHITE: "w"}
+
+# How a game ended
+END_PASSES, END_MAX_MOVES, END_RESIGN, END_FORFEIT = "two-passes", "max-moves", "resign", "forfeit"
+# Why a side forfeited
+F_ILLEGAL, F_CRASH, F_TIMEOUT, F_ERROR, F_REJECTED = "illegal", "crash", "timeout", "error", "rejected"
+
+
+@dataclass
+class Forfeit:
+    """Why one side lost a game by forfeit."""
+
+    color: str  # "B" or "W": the side that forfeited
+    kind: str  # illegal | crash | timeout | error | rejected
+    detail: str
+
+
+@dataclass
+class GameResult:
+    """One finished game. ``score`` is kosumi's area score from Black's view (scored games)."""
+
+    index: int  # 1-based
+    black: str  # engine labels
+    white: str
+    first_color: str  # the colour the first engine had: "B" or "W"
+    result: str  # SGF RE: "B+3.5", "W+R", "B+F", "0"
+    winner: str | None  # "B", "W" or None for a draw
+    end: str  # two-passes | max-moves | resign | forfeit
+    moves: int
+    seconds: float
+    forfeit: Forfeit | None = None
+    score: float | None = None
+    dead: list[str] = field(default_factory=list)
+    referee_result: str | None = None  # the referee's own final_score
+    referee_agrees: bool | None = None
+    sgf: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def first_won(self) -> bool | None:
+        """Did the first engine win (None for a draw)?"""
+        if self.winner is None:
+            return None
+        return self.winner == self.first_color
+
+
+@dataclass
+class MatchResult:
+    """A whole match; ``to_dict()`` is JSON-able."""
+
+    first: str
+    second: str
+    first_command: list[str]
+    second_command: list[str]
+    size: int
+    komi: float
+    games: list[GameResult]
+    elo: EloEstimate
+    sprt: SPRTResult | None
+    stopped_early: bool
+
+    def counts(self) -> dict:
+        """Wins/draws/losses per engine, per colour and per engine and colour."""
+        first = {"wins": 0, "draws": 0, "losses": 0, "black_wins": 0, "black_losses": 0,
+                 "white_wins": 0, "white_losses": 0}
+        second = dict(first)
+        colors = {"black_wins": 0, "white_wins": 0, "draws": 0}
+        for g in self.games:
+            if g.winner is None:
+                first["draws"] += 1
+                second["draws"] += 1
+                colors["draws"] += 1
+                continue
+            colors["black_wins" if g.winner == "B" else "white_wins"] += 1
+            win, lose = (first, second) if g.first_won else (second, first)
+            win["wins"] += 1
+            lose["losses"] += 1
+            win["black_wins" if g.winner == "B" else "white_wins"] += 1
+            lose["white_losses" if g.winner == "B" else "black_losses"] += 1
+        return {"first": first, "second": second, "colors": colors}
+
+    def to_dict(self) -> dict:
+        return {
+            "first": self.first,
+            "second": self.second,
+            "first_command": self.first_command,
+            "second_command": self.second_command,
+            "size": self.size,
+            "komi": self.komi,
+            "games": [asdict(g) for g in self.games],
+            "counts": self.counts(),
+            "elo": self.elo.to_dict(),
+            "sprt": self.sprt.to_dict() if self.sprt else None,
+            "stopped_early": self.stopped_early,
+        }
+
+
+class _Player:
+    """An engine command with its (re)startable process."""
+
+    def __init__(self, command: Sequence[str], label: str, env: dict[str, str] | None,
+                 startup_timeout: float):
+        self.command = list(command)
+        self.label = label
+        self.env = env
+        self.startup_timeout = startup_timeout
+        self.proc: GTPProcess | None = None
+        self.fresh = False  # started and not yet answered a command (slow first answer is ok)
+
+    def ensure(self) -> GTPProcess:
+        if self.proc is not None and not self.proc.alive:
+            self.discard()
+        if self.proc is None:
+            try:
+                self.proc = GTPProcess(self.command, name=self.label, env=self.env)
+            except OSError as e:
+                raise KosumiError(
+                    f"cannot start engine '{self.label}' ({self.command[0]}): {e.strerror or e}"
+                ) from None
+            self.fresh = True
+        return self.proc
+
+    def send(self, command: str, timeout: float | None) -> str:
+        proc = self.ensure()
+        if self.fresh and timeout is not None:
+            timeout = max(timeout, self.startup_timeout)
+        reply = proc.send(command, timeout=timeout)
+        self.fresh = False
+        return reply
+
+    def discard(self) -> None:
+        if self.proc is not None:
+            self.proc.close(grace=1.0)
+            self.proc = None
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc = None
+
+
+class _ForfeitSignal(Exception):
+    def __init__(self, color: int, kind: str, detail: str):
+        self.forfeit = Forfeit(_LETTER[color], kind, detail)
+        super().__init__(detail)
+
+
+def _engine_failure(color: int, player: _Player, what: str, e: EngineError) -> _ForfeitSignal:
+    """Turn an engine error into a forfeit of ``color`` (killing a crashed/stuck engine)."""
+    if isinstance(e, GTPTimeout):
+        player.kill()
+        return _ForfeitSignal(color, F_TIMEOUT, f"{player.label}: no answer to '{what}' in time")
+    if isinstance(e, EngineCrashed):
+        player.kill()
+        return _ForfeitSignal(color, F_CRASH, str(e))
+    assert isinstance(e, GTPError)
+    return _ForfeitSignal(color, F_ERROR, str(e))
+
+
+def parse_score(text: str) -> float:
+    """'B+3.5' -> 3.5, 'W+2' -> -2.0, '0' / 'Draw' -> 0.0 (GTP final_score / SGF RE)."""
+    t = text.strip().split()[0] if text.strip() else ""
+    if t.upper() in ("0", "DRAW", "JIGO", "B+0", "W+0"):
+        return 0.0
+    if len(t) >= 3 and t[0].upper() in "BW" and t[1] == "+":
+        value = float(t[2:])
+        return value if t[0].upper() == "B" else -value
+    raise ValueError(f"not a score: {text!r}")
+
+
+@dataclass
+class _Score:
+    score: float
+    dead: list[int]
+    referee_result: str | None
+    notes: list[str]
+
+
+def _referee_score(state: GameState, referee: _Player | None, timeout: float) -> _Score:
+    """Kosumi's area score with the referee's dead stones, and the referee's own score."""
+    notes: list[str] = []
+    if referee is None:
+        return _Score(state.area_score(), [], None, ["no referee: Tromp-Taylor score as played"])
+    size = state.size
+    try:
+        referee.send(f"boardsize {size}", timeout)
+        referee.send(f"komi {state.komi:g}", timeout)
+        referee.send("clear_board", timeout)
+        for color, p in state.setup:
+            referee.send(f"play {_GTP_COLOR[color]} {point_to_vertex(p, size).upper()}", timeout)
+        for color, p in state.moves:
+            vertex = "pass" if p == PASS else point_to_vertex(p, size)
+            referee.send(f"play {_GTP_COLOR[color]} {vertex}", timeout)
+        reply = referee.send("final_status_list dead", timeout)
+        dead = [vertex_to_point(v, size) for v in reply.split()]
+    except (EngineError, ValueError) as e:
+        if isinstance(e, (GTPTimeout, EngineCrashed)):
+            referee.kill()
+        note = f"referee failed ({e}); scored without removing dead stones"
+        log.warning(note)
+        return _Score(state.area_score(), [], None, [note])
+    score = state.area_score(dead)
+    referee_result = None
+    try:
+        referee_result = referee.send("final_score", timeout).split()[0]
+    except (EngineError, IndexError) as e:
+        if isinstance(e, (GTPTimeout, EngineCrashed)):
+            referee.kill()
+        notes.append(f"referee final_score failed: {e}")
+    return _Score(score, dead, referee_result, notes)
+
+
+def _setup_engine(player: _Player, color: int, size: int, komi: float, timeout: float) -> None:
+    for cmd in (f"boardsize {size}", f"komi {komi:g}", "clear_board"):
+        try:
+            player.send(cmd, timeout)
+        except GTPError as e:
+            raise KosumiError(f"engine '{player.label}' cannot play this match: {e}") from None
+        except EngineError as e:
+            raise _engine_failure(color, player, cmd, e) from None
+
+
+def _play_game(
+    index: int,
+    players: dict[int, _Player],
+    first_color: int,
+    size: int,
+    komi: float,
+    move_timeout: float,
+    max_moves: int,
+    referee: _Player | None,
+    referee_timeout: float,
+) -> tuple[GameResult, GameState]:
+    started = time.monotonic()
+    state = GameState(size, komi)
+    forfeit: Forfeit | None = None
+    end = END_PASSES
+    winner: int | None = None
+    result = ""
+    try:
+        for color in (BLACK, WHITE):
+            _setup_engine(players[color], color, size, komi, move_timeout)
+        while True:
+            if state.passes >= 2:
+                end = END_PASSES
+                break
+            if len(state.moves) >= max_moves:
+                end = END_MAX_MOVES
+                break
+            color = state.to_move
+            other = 3 - color
+            mover = players[color]
+            cmd = f"genmove {_GTP_COLOR[color]}"
+            try:
+                reply = mover.send(cmd, move_timeout)
+            except EngineError as e:
+                raise _engine_failure(color, mover, cmd, e) from None
+            text = reply.strip()
+            try:
+                p = vertex_to_point(text, size)
+            except ValueError:
+                raise _ForfeitSignal(color, F_ILLEGAL,
+                                     f"{mover.label}: unparsable move {text!r}") from None
+            if p == RESIGN:
+                end, winner = END_RESIGN, other
+                result = f"{_LETTER[other]}+R"
+                break
+            try:
+                state.play(p, color)
+            except IllegalMove as e:
+                raise _ForfeitSignal(color, F_ILLEGAL, f"{mover.label}: {e}") from None
+            vertex = "pass" if p == PASS else point_to_vertex(p, size)
+            cmd = f"play {_GTP_COLOR[color]} {vertex}"
+            try:
+                players[other].send(cmd, move_timeout)
+            except GTPError as e:
+                raise _ForfeitSignal(other, F_REJECTED,
+                                     f"{players[other].label} rejected the legal move "
+                                     f"{vertex}: {e.message}") from None
+            except EngineError as e:
+                raise _engine_failure(other, players[other], cmd, e) from None
+    except _ForfeitSignal as f:
+        forfeit = f.forfeit
+        end = END_FORFEIT
+        loser = BLACK if forfeit.color == "B" else WHITE
+        winner = 3 - loser
+        result = f"{_LETTER[winner]}+F"
+        log.warning("game %d: %s forfeits (%s): %s", index, forfeit.color, forfeit.kind,
+                    forfeit.detail)
+
+    game = GameResult(
+        index=index,
+        black=players[BLACK].label,
+        white=players[WHITE].label,
+        first_color=_LETTER[first_color],
+        result=result,
+        winner=None if winner is None else _LETTER[winner],
+        end=end,
+        moves=len(state.moves),
+        seconds=0.0,
+        forfeit=forfeit,
+    )
+    if end in (END_PASSES, END_MAX_MOVES):
+        scored = _referee_score(state, referee, referee_timeout)
+        game.score = scored.score
+        game.dead = sorted(point_to_vertex(p, size) for p in scored.dead)
+        game.result = format_result(scored.score)
+        game.winner = None if scored.score == 0 else ("B" if scored.score > 0 else "W")
+        game.referee_result = scored.referee_result
+        game.notes.extend(scored.notes)
+        if scored.referee_result is not None:
+            try:
+                agrees = abs(parse_score(scored.referee_result) - scored.score) < 1e-6
+            except ValueError:
+                agrees = False
+            game.referee_agrees = agrees
+            if not agrees:
+                note = (f"score disagreement: kosumi {game.result} (dead: "
+                        f"{' '.join(game.dead) or 'none'}), referee {scored.referee_result}")
+                game.notes.append(note)
+                log.warning("game %d: %s", index, note)
+        if end == END_MAX_MOVES:
+            game.notes.append(f"stopped after {max_moves} moves and scored")
+    game.seconds = round(time.monotonic() - started, 3)
+    return game, state
+
+
+def _sgf_comments(game: GameResult, first: str, second: str) -> dict[int, str]:
+    lines = [
+        f"Game {game.index}: first engine {first} ({game.first_color}), second engine {second}.",
+        f"Result {game.result} ({game.end}).",
+    ]
+    last: list[str] = []
+    if game.forfeit:
+        who = "Black" if game.forfeit.color == "B" else "White"
+        last.append(f"{who} forfeits ({game.forfeit.kind}): {game.forfeit.detail}")
+    if game.score is not None:
+        last.append(f"Area score {game.result}; dead stones: {' '.join(game.dead) or 'none'}.")
+        if game.referee_result is not None:
+            last.append(f"Referee final_score: {game.referee_result}"
+                        + ("" if game.referee_agrees else " (DISAGREES)"))
+    if game.end == END_RESIGN:
+        last.append(f"{'Black' if game.winner == 'W' else 'White'} resigns.")
+    last.extend(game.notes)
+    comments: dict[int, str] = {}
+    if game.moves == 0:
+        comments[0] = "\n".join(lines + last)
+    else:
+        comments[0] = "\n".join(lines)
+        comments[game.moves] = "\n".join(last)
+    return comments
+
+
+def _labels(first: list[str], second: list[str]) -> tuple[str, str]:
+    def short(args: list[str]) -> str:
+        rest = [a for a in args[1:] if a not in ("--mode", "gtp", "--gtp")]
+        text = " ".join(os.path.basename(a) if "/" in a else a for a in [args[0], *rest])
+        return text if len(text) <= 48 else text[:45] + "..."
+
+    a, b = short(first), short(second)
+    if a == b:
+        a, b = f"{a} #1", f"{b} #2"
+    return a, b
+
+
+def _engine_env(args: list[str], home: str) -> dict[str, str] | None:
+    """Leela Zero writes into $HOME at every start: give it a private temporary HOME."""
+    if any("leelaz" in os.path.basename(a) for a in args[:1]):
+        env = dict(os.environ)
+        env["HOME"] = home
+        return env
+    return None
+
+
+def _live_line(console: Console, game: GameResult, total: int, first: str) -> None:
+    first_tag = "1st" if game.first_color == "B" else "2nd"
+    outcome = game.result
+    if game.forfeit:
+        outcome += f" [red]forfeit: {escape(game.forfeit.kind)}[/red]"
+    flag = ""
+    if game.referee_agrees is False:
+        flag = f" [yellow]referee says {escape(game.referee_result or '?')}[/yellow]"
+    winner = "draw"
+    if game.winner is not None:
+        winner = escape(game.black if game.winner == "B" else game.white)
+    console.print(
+        f"game {game.index}/{total}  B: {escape(game.black)} ({first_tag})  "
+        f"W: {escape(game.white)}  [bold]{outcome}[/bold]{flag}  winner {winner}  "
+        f"({game.end}, {game.moves} moves, {game.seconds:.1f} s)",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def print_summary(result: MatchResult, console: Console) -> None:
+    """The end-of-match table: wins/losses per engine and colour, Elo and the SPRT verdict."""
+    counts = result.counts()
+    table = Table(title=f"{len(result.games)} games, {result.size}x{result.size}, "
+                        f"komi {result.komi:g}")
+    for col in ("engine", "wins", "draws", "losses", "as Black W-L", "as White W-L"):
+        table.add_column(col)
+    for label, c in ((result.first, counts["first"]), (result.second, counts["second"])):
+        table.add_row(escape(label), str(c["wins"]), str(c["draws"]), str(c["losses"]),
+                      f"{c['black_wins']}-{c['black_losses']}",
+                      f"{c['white_wins']}-{c['white_losses']}")
+    console.print(table)
+    col = counts["colors"]
+    console.print(f"Black won {col['black_wins']}, White won {col['white_wins']}, "
+                  f"draws {col['draws']}", highlight=False, soft_wrap=True)
+    forfeits = [g for g in result.games if g.forfeit]
+    if forfeits:
+        console.print(f"forfeits: {len(forfeits)} ("
+                      + ", ".join(f"game {g.index} {g.forfeit.color} {g.forfeit.kind}"
+                                  for g in forfeits) + ")", highlight=False, soft_wrap=True)
+    disagreements = [g.index for g in result.games if g.referee_agrees is False]
+    if disagreements:
+        console.print(f"[yellow]score disagreements with the referee in games "
+                      f"{disagreements}[/yellow]")
+    console.print(f"Elo of {escape(result.first)} vs {escape(result.second)}: {result.elo}",
+                  highlight=False, soft_wrap=True)
+    if result.sprt is not None:
+        console.print(str(result.sprt) + (" (stopped early)" if result.stopped_early else ""),
+                      highlight=False, soft_wrap=True)
+
+
+def play_match(
+    black_cmd: str | Sequence[str],
+    white_cmd: str | Sequence[str],
+    games: int,
+    size: int = 9,
+    komi: float = 7.0,
+    swap_colors: bool = False,
+    sgf_dir: str | os.PathLike | None = None,
+    move_timeout: float = 60.0,
+    sprt: tuple[float, float] | None = None,
+    max_moves: int | None = None,
+    referee_cmd: str | Sequence[str] | None = DEFAULT_REFEREE,
+    progress: bool = True,
+    console: Console | None = None,
+    startup_timeout: float = 120.0,
+    referee_timeout: float = 300.0,
+) -> MatchResult:
+    """Play ``games`` games between two GTP engines; see the module docstring.
+
+    ``black_cmd`` is the first engine (Black in game 1; with ``swap_colors`` the colours
+    alternate). ``sprt`` is ``(elo0, elo1)`` for the first engine. ``referee_cmd=None`` scores
+    finished games by plain Tromp-Taylor (no dead-stone removal). ``startup_timeout`` bounds the
+    first answer of a freshly started engine (model loading). Raises KosumiError for bad options
+    or an engine that cannot be started or refuses the board size/komi.
+    """
+    if games < 1:
+        raise KosumiError(f"--games must be at least 1 (got {games})")
+    try:
+        size = check_size(size)
+    except ValueError as e:
+        raise KosumiError(f"--size: {e}") from None
+    if move_timeout <= 0:
+        raise KosumiError(f"--move-timeout must be positive (got {move_timeout:g})")
+    if max_moves is None:
+        max_moves = 3 * size * size
+    if max_moves < 1:
+        raise KosumiError(f"--max-moves must be at least 1 (got {max_moves})")
+    if sprt is not None and not sprt[0] < sprt[1]:
+        raise KosumiError(f"--sprt needs elo0 < elo1 (got {sprt[0]:g},{sprt[1]:g})")
+    try:
+        first_args = split_command(black_cmd)
+        second_args = split_command(white_cmd)
+        referee_args = split_command(referee_cmd) if referee_cmd else None
+    except ValueError as e:
+        raise KosumiError(f"bad engine command: {e}") from None
+    if referee_args and shutil.which(referee_args[0]) is None:
+        raise KosumiError(f"referee program not found: {referee_args[0]} (install GNU Go or "
+                          f"give another referee command)")
+    for args in (first_args, second_args):
+        if shutil.which(args[0]) is None:
+            raise KosumiError(f"engine program not found: {args[0]}")
+    if sgf_dir is not None:
+        sgf_dir = Path(sgf_dir)
+        try:
+            sgf_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise KosumiError(f"{sgf_dir}: cannot create the SGF folder: {e.strerror}") from None
+    if console is None:
+        console = Console()
+
+    first_label, second_label = _labels(first_args, second_args)
+    home = tempfile.mkdtemp(prefix="kosumi-match-home-")
+    first = _Player(first_args, first_label, _engine_env(first_args, home), startup_timeout)
+    second = _Player(second_args, second_label, _engine_env(second_args, home), startup_timeout)
+    referee = (_Player(referee_args, "referee", None, startup_timeout)
+               if referee_args else None)
+    results: list[GameResult] = []
+    sprt_result: SPRTResult | None = None
+    stopped_early = False
+    try:
+        for i in range(1, games + 1):
+            first_black = not (swap_colors and i % 2 == 0)
+            players = {BLACK: first, WHITE: second} if first_black else {BLACK: second,
+                                                                          WHITE: first}
+            game, state = _play_game(i, players, BLACK if first_black else WHITE, size, komi,
+                                     move_timeout, max_moves, referee, referee_timeout)
+            if sgf_dir is not None:
+                path = Path(sgf_dir) / f"game-{i:03d}.sgf"
+                save_game(path, state, result=game.result, black=game.black, white=game.white,
+                          comments=_sgf_comments(game, first_label, second_label))
+                game.sgf = str(path)
+            results.append(game)
+            if progress:
+                _live_line(console, game, games, first_label)
+            if sprt is not None:
+                w, d, l_ = _first_wdl(results)
+                sprt_result = _sprt(w, d, l_, sprt)
+                if sprt_result.verdict != CONTINUE and i < games:
+                    stopped_early = True
+                    break
+    finally:
+        for player in (first, second, referee):
+            if player is not None:
+                player.discard()
+        shutil.rmtree(home, ignore_errors=True)
+
+    w, d, l_ = _first_wdl(results)
+    if sprt is not None and sprt_result is None:
+        sprt_result = _sprt(w, d, l_, sprt)
+    result = MatchResult(
+        first=first_label,
+        second=second_label,
+        first_command=first_args,
+        second_command=second_args,
+        size=size,
+        komi=float(komi),
+        games=results,
+        elo=elo_estimate(w, d, l_),
+        sprt=sprt_result,
+        stopped_early=stopped_early,
+    )
+    if progress:
+        print_summary(result, console)
+    return result
+
+
+def _first_wdl(results: list[GameResult]) -> tuple[int, int, int]:
+    w = sum(1 for g in results if g.first_won is True)
+    d = sum(1 for g in results if g.winner is None)
+    return w, d, len(results) - w - d
+
+
+def _sprt(w: int, d: int, l_: int, bounds: tuple[float, float]) -> SPRTResult:
+    return sprt_test(w, d, l_, bounds[0], bounds[1])

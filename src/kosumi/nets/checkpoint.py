@@ -1,0 +1,234 @@
+"""kosumi checkpoints: safetensors files with the ``NetConfig`` JSON in the metadata.
+
+Layout: a standard safetensors file (8-byte little-endian header length, JSON header, raw
+little-endian tensor data) whose header metadata holds ``kosumi_config`` (the config JSON) and
+``format`` = ``kosumi-checkpoint``. Tensors are the net's state dict without BatchNorm's
+``num_batches_tracked``, as float32. Nothing is ever pickled.
+
+Writing is atomic (temp file in the same folder, fsync, rename). Reading parses and validates the
+file itself (no torch needed): any problem -- not a safetensors file, truncated, bad header,
+unknown dtype, NaN/inf, missing/extra tensors or wrong shapes (``load_net``) -- raises a
+``KosumiError`` whose one-line message names the file and, where it applies, the tensor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kosumi.errors import KosumiError
+from kosumi.nets.config import NetConfig
+
+if TYPE_CHECKING:
+    from kosumi.nets.resnet import KosumiNet
+
+CONFIG_KEY = "kosumi_config"
+FORMAT_KEY = "format"
+FORMAT_NAME = "kosumi-checkpoint"
+MAX_HEADER_BYTES = 100 * 1024 * 1024
+
+_DTYPES: dict[str, np.dtype] = {
+    "F64": np.dtype("<f8"),
+    "F32": np.dtype("<f4"),
+    "F16": np.dtype("<f2"),
+    "BF16": np.dtype("<u2"),  # converted to float32 by shifting into the high half
+}
+
+
+@dataclass
+class Checkpoint:
+    """A loaded kosumi checkpoint: its config, float32 tensors and the raw metadata."""
+
+    config: NetConfig
+    tensors: dict[str, np.ndarray]
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------- writing
+def atomic_write(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename itself durable
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def checkpoint_bytes(tensors: dict[str, Any], config: NetConfig,
+                     metadata: dict[str, str] | None = None) -> bytes:
+    """Serialise ``tensors`` (numpy arrays or torch tensors) + ``config`` as safetensors bytes."""
+    from safetensors.numpy import save
+
+    arrays = {}
+    for name, t in tensors.items():
+        if hasattr(t, "detach"):
+            t = t.detach().cpu().numpy()
+        arr = np.ascontiguousarray(np.asarray(t, dtype=np.float32))
+        if not np.isfinite(arr).all():
+            raise KosumiError(f"refusing to save tensor {name!r}: it holds NaN or inf")
+        arrays[name] = arr
+    meta = {**(metadata or {}), FORMAT_KEY: FORMAT_NAME, CONFIG_KEY: config.to_json()}
+    return save(arrays, metadata=meta)
+
+
+def save_checkpoint(path: str | os.PathLike, net_or_tensors: Any, config: NetConfig | None = None,
+                    metadata: dict[str, str] | None = None) -> int:
+    """Write a checkpoint atomically; return its size in bytes.
+
+    ``net_or_tensors`` is a ``KosumiNet`` (its config is used unless ``config`` is given) or a
+    dict of tensors (then ``config`` is required).
+    """
+    if isinstance(net_or_tensors, dict):
+        tensors = net_or_tensors
+        if config is None:
+            raise ValueError("save_checkpoint: a config is needed with a dict of tensors")
+    else:
+        from kosumi.nets.resnet import inference_tensors
+
+        tensors = inference_tensors(net_or_tensors)
+        config = config or net_or_tensors.config
+    data = checkpoint_bytes(tensors, config, metadata)
+    atomic_write(path, data)
+    return len(data)
+
+
+# ---------------------------------------------------------------------------- reading
+def _read_header(path: Path, data: bytes) -> tuple[dict[str, Any], int]:
+    """Parse and check the safetensors header; return it and the offset where data starts."""
+    if len(data) < 8:
+        raise KosumiError(f"{path}: truncated or not a safetensors file (only {len(data)} bytes)")
+    (n,) = struct.unpack("<Q", data[:8])
+    if n < 2 or n > MAX_HEADER_BYTES or data[8:9] != b"{":
+        raise KosumiError(f"{path}: not a safetensors file (no JSON header)")
+    if 8 + n > len(data):
+        raise KosumiError(f"{path}: truncated file (header of {n} bytes, file of {len(data)})")
+    try:
+        header = json.loads(data[8 : 8 + n].decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise KosumiError(f"{path}: corrupted safetensors header (not valid JSON)") from None
+    if not isinstance(header, dict):
+        raise KosumiError(f"{path}: corrupted safetensors header (not a JSON object)")
+    return header, 8 + n
+
+
+def sniff_checkpoint(path: str | os.PathLike) -> bool:
+    """Does the file start like a safetensors file (a kosumi checkpoint or a broken one)?"""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(9)
+    except OSError:
+        return False
+    if len(head) < 9 or head[8:9] != b"{":
+        return False
+    (n,) = struct.unpack("<Q", head[:8])
+    return 2 <= n <= MAX_HEADER_BYTES
+
+
+def read_checkpoint(path: str | os.PathLike) -> Checkpoint:
+    """Read and validate a kosumi checkpoint (torch-free). Raises KosumiError."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise KosumiError(f"{path}: cannot read ({e.strerror or e})") from None
+    header, start = _read_header(path, data)
+    body = memoryview(data)[start:]
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        raise KosumiError(f"{path}: corrupted safetensors header (bad __metadata__)")
+    if CONFIG_KEY not in meta:
+        raise KosumiError(f"{path}: a safetensors file without a kosumi config "
+                          f"(metadata key {CONFIG_KEY!r}); not a kosumi checkpoint")
+    config = NetConfig.from_json(meta[CONFIG_KEY], source=str(path))
+    tensors: dict[str, np.ndarray] = {}
+    end_max = 0
+    for name, info in header.items():
+        what = f"{path}: tensor {name!r}"
+        if not isinstance(info, dict):
+            raise KosumiError(f"{what}: corrupted header entry")
+        dtype = _DTYPES.get(info.get("dtype"))  # type: ignore[arg-type]
+        if dtype is None:
+            raise KosumiError(f"{what}: unsupported dtype {info.get('dtype')!r}")
+        shape, offs = info.get("shape"), info.get("data_offsets")
+        if (not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape)
+                or not isinstance(offs, list) or len(offs) != 2
+                or not all(type(o) is int for o in offs)):
+            raise KosumiError(f"{what}: corrupted header entry (shape/data_offsets)")
+        begin, end = offs
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if not 0 <= begin <= end or end - begin != count * dtype.itemsize:
+            raise KosumiError(f"{what}: data_offsets {offs} do not match shape {shape}")
+        if end > len(body):
+            raise KosumiError(f"{what}: truncated file (data ends at {end}, only {len(body)} "
+                              "bytes of data)")
+        end_max = max(end_max, end)
+        arr = np.frombuffer(body[begin:end], dtype=dtype).reshape(shape)
+        if info["dtype"] == "BF16":
+            arr = (arr.astype(np.uint32) << 16).view(np.float32)
+        arr = arr.astype(np.float32)
+        if not np.isfinite(arr).all():
+            raise KosumiError(f"{what}: holds NaN or inf values")
+        tensors[name] = arr
+    if end_max != len(body):
+        raise KosumiError(f"{path}: corrupted file ({len(body) - end_max} unexpected bytes after "
+                          "the tensor data)")
+    return Checkpoint(config=config, tensors=tensors, metadata=dict(meta))
+
+
+def check_tensors(path: str | os.PathLike, tensors: dict[str, np.ndarray],
+                  expected: dict[str, tuple[int, ...]]) -> None:
+    """Missing, extra or wrongly shaped tensors -> KosumiError naming the file and the tensor."""
+    for name, shape in expected.items():
+        if name not in tensors:
+            raise KosumiError(f"{path}: tensor {name!r} is missing")
+        if tuple(tensors[name].shape) != tuple(shape):
+            raise KosumiError(f"{path}: tensor {name!r} has shape {list(tensors[name].shape)}, "
+                              f"expected {list(shape)}")
+    extra = sorted(set(tensors) - set(expected))
+    if extra:
+        raise KosumiError(f"{path}: unexpected tensor {extra[0]!r} (not in a net of this config)")
+
+
+def build_net(checkpoint: Checkpoint, path: str | os.PathLike = "checkpoint") -> KosumiNet:
+    """A ``KosumiNet`` in eval mode holding a loaded checkpoint's weights (needs torch); missing,
+    extra or wrongly shaped tensors -> KosumiError naming ``path`` and the tensor."""
+    import torch
+
+    from kosumi.nets.resnet import KosumiNet, inference_tensors
+
+    net = KosumiNet(checkpoint.config)
+    expected = {k: tuple(v.shape) for k, v in inference_tensors(net).items()}
+    check_tensors(path, checkpoint.tensors, expected)
+    state = {k: torch.from_numpy(v.copy()) for k, v in checkpoint.tensors.items()}
+    net.load_state_dict(state, strict=False)  # only num_batches_tracked is left out
+    return net.eval()
+
+
+def load_net(path: str | os.PathLike) -> KosumiNet:
+    """Read a checkpoint file into a ``KosumiNet`` in eval mode (needs torch)."""
+    return build_net(read_checkpoint(path), path)

@@ -1,0 +1,192 @@
+"""Named input feature sets: a batch of same-size ``GameState`` -> numpy arrays for a network.
+
+Every feature set has a ``name``, ``num_planes`` (C), ``num_globals`` (G) and
+``encode(states) -> (planes, globals)`` with ``planes`` float32 [B, C, N, N] (row-major from the
+top-left point, as everywhere in kosumi) and ``globals`` float32 [B, G] (or ``None`` when G = 0).
+All states of one call must have the same board size. Encoding is vectorised over the batch with
+numpy; it runs at every MCTS leaf, so keep it cheap.
+
+``lz18`` — exactly Leela Zero's 18 input planes (19x19 nets; any size works here):
+
+    0-7    the side to move's stones at T = 0, -1, ..., -7 (the board after the last move, the
+           one before, ...; boards before the first move are empty planes)
+    8-15   the opponent's stones at T = 0, -1, ..., -7
+    16     all ones if Black is to move
+    17     all ones if White is to move
+
+    "Side to move" is the player to move NOW for every history plane (as in Leela Zero). A pass
+    repeats the previous board. Setup stones (handicap) are part of the board at T = -len(moves).
+
+``basic`` — cheap features for every board size (11 planes, 4 globals):
+
+    0      on board (all ones)
+    1      the side to move's stones
+    2      the opponent's stones
+    3      stones (either colour) whose chain has exactly 1 liberty (distinct empty points,
+           counted by ``kosumi.accel.chain_liberties``)
+    4      ... exactly 2 liberties
+    5      ... 3 or more liberties
+    6      the point where the side to move may not play because of simple ko (at most one)
+    7-10   the last 4 moves: 7 = the most recent move (the opponent's), 8 = the one before, ...;
+           a plane is empty if that move was a pass or does not exist
+  globals:
+    0      1 if Black is to move
+    1      1 if White is to move
+    2      komi / 15 from the side to move's view (komi is given to White: +komi/15 when White
+           is to move, -komi/15 when Black is to move)
+    3      1 if the last move was a pass
+
+New feature sets: subclass ``FeatureSet`` and call ``register_feature_set``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+from kosumi.accel import chain_liberties
+from kosumi.errors import KosumiError
+from kosumi.go.board import GameState
+from kosumi.go.coords import BLACK, WHITE
+
+
+class FeatureSet(ABC):
+    """A named way to turn positions into network inputs."""
+
+    name: str = ""
+    num_planes: int = 0
+    num_globals: int = 0
+    description: str = ""
+
+    @abstractmethod
+    def encode(self, states: Sequence[GameState]) -> tuple[np.ndarray, np.ndarray | None]:
+        """planes float32 [B, C, N, N], globals float32 [B, G] or None (G = 0)."""
+
+    def __repr__(self) -> str:
+        return f"<FeatureSet {self.name}: {self.num_planes} planes, {self.num_globals} globals>"
+
+
+FEATURE_SETS: dict[str, FeatureSet] = {}
+
+
+def register_feature_set(fs: FeatureSet) -> FeatureSet:
+    """Add a feature set to the registry (the name must be new)."""
+    if fs.name in FEATURE_SETS:
+        raise ValueError(f"feature set {fs.name!r} is already registered")
+    FEATURE_SETS[fs.name] = fs
+    return fs
+
+
+def get_feature_set(name: str) -> FeatureSet:
+    """The registered feature set called ``name``; KosumiError for an unknown name."""
+    fs = FEATURE_SETS.get(name)
+    if fs is None:
+        raise KosumiError(f"unknown feature set {name!r} (known: {', '.join(sorted(FEATURE_SETS))})")
+    return fs
+
+
+def batch_board_size(states: Sequence[GameState]) -> int:
+    """The common board size of a non-empty batch (ValueError on a mixed or empty batch)."""
+    if not states:
+        raise ValueError("cannot encode an empty batch")
+    n = states[0].size
+    for s in states:
+        if s.size != n:
+            raise ValueError(f"a feature batch must have one board size, got {n} and {s.size}")
+    return n
+
+
+def _boards(states: Sequence[GameState], nn: int) -> np.ndarray:
+    return np.frombuffer(b"".join(s.board for s in states), dtype=np.uint8).reshape(len(states), nn)
+
+
+class LeelaZero18(FeatureSet):
+    """Leela Zero's 18 planes (see the module docstring)."""
+
+    name = "lz18"
+    num_planes = 18
+    num_globals = 0
+    description = "Leela Zero: 8 own + 8 opponent history planes, black/white to move"
+    history = 8
+
+    def encode(self, states: Sequence[GameState]) -> tuple[np.ndarray, None]:
+        n = batch_board_size(states)
+        nn = n * n
+        bsz = len(states)
+        h = self.history
+        blank = bytes(nn)
+        chunks: list[bytes] = []
+        to_move = np.empty(bsz, dtype=np.uint8)
+        for i, s in enumerate(states):
+            past = s.boards[-1 : -h - 1 : -1]  # T = 0, -1, ... (newest first)
+            chunks.extend(past)
+            if len(past) < h:
+                chunks.extend([blank] * (h - len(past)))
+            to_move[i] = s.to_move
+        hist = np.frombuffer(b"".join(chunks), dtype=np.uint8).reshape(bsz, h, nn)
+        planes = np.empty((bsz, 18, nn), dtype=np.float32)
+        own = to_move[:, None, None]
+        planes[:, 0:h] = hist == own
+        planes[:, h : 2 * h] = hist == (3 - own)
+        planes[:, 16] = (to_move == BLACK)[:, None]
+        planes[:, 17] = (to_move == WHITE)[:, None]
+        return planes.reshape(bsz, 18, n, n), None
+
+
+class Basic(FeatureSet):
+    """Cheap features for every board size (see the module docstring)."""
+
+    name = "basic"
+    num_planes = 11
+    num_globals = 4
+    description = "stones, liberties 1/2/3+, ko, last 4 moves; side to move, komi, last pass"
+    last_moves = 4
+
+    def encode(self, states: Sequence[GameState]) -> tuple[np.ndarray, np.ndarray]:
+        n = batch_board_size(states)
+        nn = n * n
+        bsz = len(states)
+        to_move = np.empty(bsz, dtype=np.uint8)
+        glob = np.zeros((bsz, 4), dtype=np.float32)
+        marks_b: list[int] = []  # (batch, plane, point) of single-point marks
+        marks_c: list[int] = []
+        marks_p: list[int] = []
+        libs_chunks: list[bytes] = []
+        for i, s in enumerate(states):
+            tm = s.to_move
+            to_move[i] = tm
+            libs_chunks.append(chain_liberties(s.board, n))
+            g = glob[i]
+            g[0 if tm == BLACK else 1] = 1.0
+            g[2] = (s.komi if tm == WHITE else -s.komi) / 15.0
+            moves = s.moves
+            if moves and moves[-1][1] < 0:
+                g[3] = 1.0
+            if s.ko >= 0 and s.ko_color == tm:
+                marks_b.append(i)
+                marks_c.append(6)
+                marks_p.append(s.ko)
+            for k, (_, p) in enumerate(moves[-1 : -self.last_moves - 1 : -1]):
+                if p >= 0:
+                    marks_b.append(i)
+                    marks_c.append(7 + k)
+                    marks_p.append(p)
+        board = _boards(states, nn)
+        libs = np.frombuffer(b"".join(libs_chunks), dtype=np.uint8).reshape(bsz, nn)
+        planes = np.zeros((bsz, 11, nn), dtype=np.float32)
+        own = to_move[:, None]
+        planes[:, 0] = 1.0
+        planes[:, 1] = board == own
+        planes[:, 2] = board == (3 - own)
+        planes[:, 3] = libs == 1
+        planes[:, 4] = libs == 2
+        planes[:, 5] = libs >= 3
+        if marks_b:
+            planes[marks_b, marks_c, marks_p] = 1.0
+        return planes.reshape(bsz, 11, n, n), glob
+
+
+register_feature_set(LeelaZero18())
+register_feature_set(Basic())

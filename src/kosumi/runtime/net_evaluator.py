@@ -1,0 +1,150 @@
+"""``NetEvaluator``: an ``Evaluator`` over any backend, doing the network-independent work once.
+
+For a batch of positions it: splits the batch by board size; encodes the config's feature set;
+optionally stacks the 8 (or fewer) symmetric versions of every position into one forward call;
+runs the backend; maps outputs back through the inverse symmetries; masks illegal points
+(``GameState.legal_mask``; pass is always legal) BEFORE the softmax, so they get exactly 0;
+turns the value into the side to move's win probability; and averages over the symmetries.
+
+Value conventions (side to move's view):
+
+- ``wdl``: p = softmax(win, loss, noResult); winrate = win + noResult / 2 (a no-result counts as
+  half a win, i.e. 0.5 + (win - loss) / 2, KataGo's utility scale mapped to [0, 1]).
+- ``tanh``: winrate = (1 + tanh(v)) / 2 (Leela Zero).
+- ``score_lead`` is in points; ``ownership`` = tanh(raw), +1 = the side to move owns the point.
+
+With ``symmetries=8`` the result is exactly equivariant: evaluating a transformed position gives
+the transformed policy/ownership (up to float rounding) and the same value. ``symmetries=k < 8``
+uses the first k symmetries 0..k-1 (cheaper, not equivariant).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from kosumi.errors import KosumiError
+from kosumi.go.board import GameState
+from kosumi.go.coords import symmetry_permutation
+from kosumi.nets.config import NetConfig
+from kosumi.nets.features import get_feature_set
+from kosumi.runtime.backend import Backend
+from kosumi.runtime.evaluator import Evaluation, Evaluator
+
+
+def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis restricted to ``legal`` (bool, same shape); illegal -> 0.
+
+    Computed in float64, returned as float32. Every row needs at least one legal entry.
+    """
+    x = np.where(legal, logits.astype(np.float64), -np.inf)
+    x -= x.max(axis=-1, keepdims=True)
+    e = np.exp(x)  # exp(-inf) = 0 exactly at illegal points
+    e /= e.sum(axis=-1, keepdims=True)
+    return e.astype(np.float32)
+
+
+def win_probability(value: np.ndarray, kind: str) -> np.ndarray:
+    """Raw value outputs [..., 3] (wdl logits) or [..., 1] (pre-tanh) -> win probability [...]."""
+    v = value.astype(np.float64)
+    if kind == "wdl":
+        v = v - v.max(axis=-1, keepdims=True)
+        e = np.exp(v)
+        p = e / e.sum(axis=-1, keepdims=True)
+        w = p[..., 0] + 0.5 * p[..., 2]
+    else:
+        w = 0.5 * (1.0 + np.tanh(v[..., 0]))
+    return np.clip(w, 0.0, 1.0)
+
+
+class NetEvaluator(Evaluator):
+    """Evaluate positions with a network run by ``backend`` and described by ``config``."""
+
+    def __init__(self, backend: Backend, config: NetConfig, symmetries: int = 1,
+                 name: str = "net", max_batch: int = 256):
+        if not 1 <= int(symmetries) <= 8:
+            raise KosumiError(f"symmetries must be 1..8, not {symmetries}")
+        self.backend = backend
+        self.config = config
+        self.features = get_feature_set(config.features)
+        self.symmetries = tuple(range(int(symmetries)))
+        self.name = name
+        self.max_batch = max(1, int(max_batch))
+
+    def supports_size(self, size: int) -> bool:
+        return self.config.supports_size(size)
+
+    def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
+        by_size: dict[int, list[int]] = {}
+        for i, s in enumerate(states):
+            by_size.setdefault(s.size, []).append(i)
+        results: list[Evaluation | None] = [None] * len(states)
+        for size, idx in by_size.items():
+            if not self.supports_size(size):
+                sizes = ",".join(map(str, self.config.board_sizes))
+                raise KosumiError(f"{self.name}: this net does not play {size}x{size} "
+                                  f"(board sizes: {sizes})")
+            for start in range(0, len(idx), self.max_batch):
+                chunk = idx[start : start + self.max_batch]
+                for i, e in zip(chunk, self._evaluate_same_size([states[i] for i in chunk])):
+                    results[i] = e
+        return results  # type: ignore[return-value]
+
+    def _evaluate_same_size(self, states: list[GameState]) -> list[Evaluation]:
+        n = states[0].size
+        nn = n * n
+        bsz = len(states)
+        syms = self.symmetries
+        k = len(syms)
+        planes, glob = self.features.encode(states)
+        if k > 1:
+            c = planes.shape[1]
+            flat = planes.reshape(bsz, c, nn)
+            stacked = np.empty((k, bsz, c, nn), dtype=np.float32)
+            for j, sym in enumerate(syms):
+                stacked[j][..., symmetry_permutation(n, sym)] = flat  # apply_symmetry
+            planes = stacked.reshape(k * bsz, c, n, n)
+            if glob is not None:
+                glob = np.tile(glob, (k, 1))
+        out = self.backend.forward(planes, glob)
+
+        legal = np.ones((bsz, nn + 1), dtype=bool)
+        for i, s in enumerate(states):
+            legal[i, :nn] = s.legal_mask()
+        logits = out["policy"].reshape(k, bsz, nn + 1)
+        own_raw = out.get("ownership")
+        own = None if own_raw is None else np.tanh(own_raw.reshape(k, bsz, nn))
+        if k > 1:  # back to the original frame: original[p] = transformed[perm[p]]
+            logits = logits.copy()
+            for j, sym in enumerate(syms):
+                perm = symmetry_permutation(n, sym)
+                logits[j, :, :nn] = logits[j][:, perm]
+                if own is not None:
+                    own[j] = own[j][:, perm]
+        policy = masked_softmax(logits, legal[None])
+        value = win_probability(out["value"].reshape(k, bsz, -1), self.config.value)
+        lead = out.get("score_lead")
+        lead = None if lead is None else lead.reshape(k, bsz)
+        if k == 1:
+            policy, value = policy[0], value[0]
+            lead = None if lead is None else lead[0]
+            own = None if own is None else own[0].astype(np.float32)
+        else:  # average over the symmetries
+            policy = policy.mean(axis=0, dtype=np.float64)
+            policy = (policy / policy.sum(axis=1, keepdims=True)).astype(np.float32)
+            value = value.mean(axis=0)
+            lead = None if lead is None else lead.mean(axis=0)
+            own = None if own is None else own.mean(axis=0).astype(np.float32)
+        return [
+            Evaluation(
+                policy=policy[i],
+                value=float(value[i]),
+                score_lead=None if lead is None else float(lead[i]),
+                ownership=None if own is None else own[i],
+            )
+            for i in range(bsz)
+        ]
+
+    def close(self) -> None:
+        self.backend.close()

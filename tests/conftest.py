@@ -1,0 +1,66 @@
+"""Shared test helpers: locating ../shared and the peer programs.
+
+Tests that need files from ../shared (the KataGo teacher, its reference outputs) or peer
+programs (GNU Go, Leela Zero) skip with a clear reason when they are absent, and FAIL instead
+when KOSUMI_REQUIRE_REFERENCE=1 (CI sets it), so a missing install never passes silently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+REFERENCE_JSONL = SHARED / "reference" / "katago-g170-b6c96" / "raw_nn.jsonl"
+GNUGO = "/usr/games/gnugo"
+LEELAZ = "/usr/games/leelaz"
+
+
+def require_reference() -> bool:
+    return os.environ.get("KOSUMI_REQUIRE_REFERENCE") == "1"
+
+
+def missing(reason: str) -> None:
+    """Skip (or fail under KOSUMI_REQUIRE_REFERENCE=1) because something is absent."""
+    if require_reference():
+        pytest.fail(f"{reason} (required: KOSUMI_REQUIRE_REFERENCE=1)")
+    pytest.skip(reason)
+
+
+def shared_path(relative: str) -> Path:
+    """A file under ../shared, or skip/fail when it is absent."""
+    path = SHARED / relative
+    if not path.exists():
+        missing(f"{path} is absent (the shared models/reference folder beside the repository)")
+    return path
+
+
+def require_program(path: str) -> str:
+    """A peer program (e.g. /usr/games/gnugo), or skip/fail when it is not installed."""
+    found = path if os.access(path, os.X_OK) else shutil.which(Path(path).name)
+    if not found:
+        missing(f"{path} is not installed (apt-get install gnugo leela-zero)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def reference_positions() -> list[dict]:
+    """The 300 positions of KataGo's raw_nn.jsonl with the real engine's outputs."""
+    path = shared_path("reference/katago-g170-b6c96/raw_nn.jsonl")
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+@pytest.fixture
+def gnugo() -> str:
+    return require_program(GNUGO)
+
+
+@pytest.fixture
+def leelaz() -> str:
+    return require_program(LEELAZ)

@@ -1,0 +1,233 @@
+"""The match arena: GNU Go vs GNU Go through the CLI (results checked by a fresh GNU Go), and
+misbehaving fake engines (tests/engines/fake_gtp.py) that must forfeit without stopping the match.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import GNUGO, LEELAZ, require_program
+
+from kosumi.engine.gtp_client import EngineCrashed, GTPError, GTPProcess, GTPTimeout
+from kosumi.engine.match import parse_score, play_match
+from kosumi.errors import KosumiError
+from kosumi.go.sgf import load_game
+
+FAKE = Path(__file__).parent / "engines" / "fake_gtp.py"
+
+
+def fake(behaviour: str, seed: int = 1, pass_after: int = 20) -> list[str]:
+    return [sys.executable, str(FAKE), behaviour, str(seed), str(pass_after)]
+
+
+def gnugo_cmd(level: int = 1) -> str:
+    return f"{require_program(GNUGO)} --mode gtp --level {level}"
+
+
+def fast_referee() -> str:
+    """GNU Go at level 1 judges unfinished positions in seconds instead of tens of seconds."""
+    return f"{require_program(GNUGO)} --mode gtp --chinese-rules --level 1"
+
+
+def gnugo_final_score(sgf: Path) -> float:
+    """A fresh GNU Go loads the SGF and scores its final position (Chinese rules)."""
+    script = f"loadsgf {sgf}\nfinal_score\nquit\n"
+    out = subprocess.run([require_program(GNUGO), "--mode", "gtp", "--chinese-rules"],
+                         input=script, capture_output=True, check=False, text=True, timeout=120).stdout
+    replies = [b.strip() for b in out.split("\n\n") if b.strip()]
+    assert replies[0].startswith("="), out
+    return parse_score(replies[1].lstrip("= "))
+
+
+# ----------------------------------------------------------------------------- GTP client
+def test_gtp_client_answers_errors_and_crash():
+    with GTPProcess(fake("crash")) as eng:
+        assert eng.send("name", timeout=10) == "fake-crash"
+        with pytest.raises(GTPError, match="unknown command"):
+            eng.send("frobnicate", timeout=10)
+        with pytest.raises(EngineCrashed, match="exit code 3"):
+            eng.send("genmove b", timeout=10)
+        assert "segmentation fault" in eng.stderr_tail()
+        with pytest.raises(EngineCrashed):
+            eng.send("name", timeout=10)
+
+
+def test_gtp_client_timeout_never_hangs():
+    eng = GTPProcess(fake("hang"))
+    try:
+        eng.send("boardsize 9", timeout=10)
+        t0 = time.monotonic()
+        with pytest.raises(GTPTimeout):
+            eng.send("genmove b", timeout=0.5)
+        assert time.monotonic() - t0 < 3
+        with pytest.raises(GTPTimeout, match="out of sync"):
+            eng.send("name", timeout=5)
+    finally:
+        t0 = time.monotonic()
+        eng.close(grace=0.5)
+        assert time.monotonic() - t0 < 5
+    assert eng.proc.poll() is not None  # killed
+
+
+def test_gtp_client_drains_stderr():
+    with GTPProcess(fake("noisy"), stderr_lines=50) as eng:
+        for _ in range(3):
+            assert eng.send("genmove b", timeout=20).lower() == "pass"
+        assert len(eng.stderr_tail(1000).splitlines()) == 50  # bounded
+    # the last line written before the third answer is among the kept ones
+    assert "noise line 19999" in eng.stderr_tail(50)
+
+
+def test_gtp_client_missing_program():
+    with pytest.raises(FileNotFoundError):
+        GTPProcess(["/nonexistent/engine", "--gtp"])
+
+
+# ----------------------------------------------------------------------------- GNU Go match
+@pytest.mark.slow
+def test_cli_match_gnugo_vs_gnugo(tmp_path: Path):
+    sgf_dir = tmp_path / "games"
+    cmd = [sys.executable, "-m", "kosumi.cli", "match", "--black", gnugo_cmd(1),
+           "--white", gnugo_cmd(1), "--games", "2", "--size", "9", "--komi", "7",
+           "--swap-colors", "--sgf-dir", str(sgf_dir)]
+    proc = subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "game 1/2" in out and "game 2/2" in out
+    assert "Elo" in out and "95% interval" in out
+    files = sorted(sgf_dir.glob("*.sgf"))
+    assert len(files) == 2
+    for path in files:
+        rec = load_game(path)
+        assert rec.size == 9 and rec.komi == 7.0
+        assert rec.moves[-2][1] == rec.moves[-1][1] == -1  # ended by two passes
+        # the arena's result equals GNU Go's own score of the final position
+        assert parse_score(rec.result) == gnugo_final_score(path), path
+    first = load_game(files[0])
+    second = load_game(files[1])
+    assert first.black == second.white and first.white == second.black  # swapped colours
+
+
+@pytest.mark.slow
+def test_cli_json_and_sprt_stops_early(tmp_path: Path):
+    # GNU Go against an engine that resigns at once: SPRT [0, 200] decides after 4 wins
+    cmd = [sys.executable, "-m", "kosumi.cli", "match", "--black", gnugo_cmd(1),
+           "--white", " ".join(fake("resign")), "--games", "10", "--size", "9",
+           "--swap-colors", "--sprt", "0,200", "--json"]
+    proc = subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert len(result["games"]) == 4 and result["stopped_early"]
+    assert result["sprt"]["verdict"] == "H1"
+    assert [g["result"] for g in result["games"]] == ["B+R", "W+R", "B+R", "W+R"]
+    assert result["counts"]["first"]["wins"] == 4
+    assert result["elo"]["low"] > 0
+    assert "game 4/10" in proc.stderr  # live lines go to stderr with --json
+
+
+def test_cli_bad_options_are_one_line_errors():
+    for extra, needle in ((["--sprt", "50"], "--sprt"), (["--size", "30"], "--size")):
+        cmd = [sys.executable, "-m", "kosumi.cli", "match", "--black", "true",
+               "--white", "true", *extra]
+        proc = subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=60)
+        assert proc.returncode == 2
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and needle in lines[0], proc.stderr
+    with pytest.raises(KosumiError, match="not found"):
+        play_match(["/nonexistent/engine"], ["true"], 1, progress=False, referee_cmd=None)
+
+
+# ----------------------------------------------------------------------------- forfeits
+@pytest.mark.parametrize(
+    "behaviour, kind",
+    [("illegal", "illegal"), ("garbage", "illegal"), ("crash", "crash"), ("hang", "timeout")],
+)
+def test_misbehaving_engine_forfeits_every_game(tmp_path: Path, behaviour: str, kind: str):
+    result = play_match(fake(behaviour), gnugo_cmd(1), games=2, size=9, komi=7.0,
+                        swap_colors=True, sgf_dir=tmp_path, move_timeout=1.0,
+                        startup_timeout=20.0, progress=False)
+    assert len(result.games) == 2  # the match went on after the forfeit
+    for game, fake_color in zip(result.games, ("B", "W")):
+        assert game.end == "forfeit"
+        assert game.forfeit is not None
+        assert (game.forfeit.color, game.forfeit.kind) == (fake_color, kind)
+        winner = "W" if fake_color == "B" else "B"
+        assert game.result == f"{winner}+F" and game.winner == winner
+        rec = load_game(game.sgf)
+        assert rec.result == f"{winner}+F"
+        assert b"forfeits" in Path(game.sgf).read_bytes()
+    counts = result.counts()
+    assert counts["first"]["losses"] == 2 and counts["second"]["wins"] == 2
+
+
+def test_random_engine_lowercase_moves_and_uppercase_pass(tmp_path: Path):
+    """An engine answering 'd4' and 'PASS' plays normally; its passes are forwarded."""
+    result = play_match(fake("random", seed=5, pass_after=6), gnugo_cmd(1), games=2, size=7,
+                        komi=7.0, swap_colors=True, sgf_dir=tmp_path, move_timeout=20.0,
+                        max_moves=40, referee_cmd=fast_referee(), progress=False)
+    assert result.first.startswith("python") and "fake_gtp.py random" in result.first
+    for game in result.games:
+        assert game.forfeit is None and game.end in ("two-passes", "max-moves")
+        assert game.score is not None and game.referee_result is not None
+        moves = load_game(game.sgf).moves
+        assert len(moves) == game.moves
+        fake_color = 1 if game.first_color == "B" else 2
+        fake_moves = [p for c, p in moves if c == fake_color]
+        assert len(fake_moves) > 6 and -1 not in fake_moves[:6]
+        assert fake_moves[6:] == [-1] * (len(fake_moves) - 6)  # its 'PASS' answers
+    json.dumps(result.to_dict(), allow_nan=False)
+
+
+def test_max_moves_stops_and_scores(tmp_path: Path):
+    result = play_match(fake("random", seed=9, pass_after=100), fake("random", seed=10),
+                        games=1, size=9, komi=7.0, sgf_dir=tmp_path, move_timeout=20.0,
+                        max_moves=12, referee_cmd=fast_referee(), progress=False)
+    game = result.games[0]
+    assert game.end == "max-moves" and game.moves == 12 and game.forfeit is None
+    assert game.referee_result is not None and game.score is not None
+    assert len(load_game(game.sgf).moves) == 12
+
+
+# ----------------------------------------------------------------------------- Leela Zero
+def tiny_leelaz_weights(path: Path, channels: int = 4) -> Path:
+    """A random 1-block Leela Zero network in the text format (see docs FORMATS.md)."""
+    rng = random.Random(0)
+
+    def values(n: int, scale: float = 0.1, const: float | None = None) -> str:
+        return " ".join(f"{const if const is not None else rng.uniform(-scale, scale):.4f}"
+                        for _ in range(n))
+
+    lines = ["1"]
+
+    def conv(cin: int, cout: int, k: int) -> None:
+        lines.extend([values(cout * cin * k * k), values(cout, const=0.0),
+                      values(cout, const=0.0), values(cout, const=1.0)])
+
+    conv(18, channels, 3)
+    conv(channels, channels, 3)
+    conv(channels, channels, 3)
+    conv(channels, 2, 1)
+    lines.extend([values(362 * 722, 0.01), values(362)])
+    conv(channels, 1, 1)
+    lines.extend([values(256 * 361, 0.01), values(256), values(256), values(1)])
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_leelaz_plays_through_the_arena(tmp_path: Path):
+    leelaz = require_program(LEELAZ)
+    net = tiny_leelaz_weights(tmp_path / "tiny.txt")
+    cmd = f"{leelaz} --cpu-only -w {net} --gtp --noponder -t 1 -v 5 --timemanage off -r 0"
+    result = play_match(cmd, fake("random", seed=3), games=2, size=19, komi=7.5,
+                        swap_colors=True, move_timeout=30.0, max_moves=16, referee_cmd=None,
+                        progress=False)
+    for game in result.games:
+        assert game.forfeit is None and game.end == "max-moves" and game.moves == 16
+    with pytest.raises(KosumiError, match="cannot play this match.*unacceptable size"):
+        play_match(cmd, fake("random"), games=1, size=9, referee_cmd=None, progress=False)

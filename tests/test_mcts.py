@@ -1,0 +1,103 @@
+"""Search on hand-checked positions, with a network-free evaluator (uniform policy, area value)."""
+
+import numpy as np
+import pytest
+
+from kosumi.engine.mcts import MCTS, SearchConfig
+from kosumi.go.board import GameState
+from kosumi.go.coords import BLACK, PASS, RESIGN, WHITE, point_to_vertex, vertex_to_point
+from kosumi.runtime.evaluator import Evaluation, Evaluator, UniformEvaluator
+
+
+def best_move(state, visits, batch=8, seed=0):
+    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=visits, batch=batch, seed=seed))
+    move, result = mcts.genmove(state)
+    return point_to_vertex(move, state.size), result
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_captures_in_a_capturing_race(batch):
+    # black A6-C6 has one liberty (D6), white A5-C5 one (D5): white to move must capture at D6
+    rows = ["X X X . . .", "O O O . . .", "X X X . . .", ". . . . . .", ". . . . . .",
+            ". . . . . ."]
+    state = GameState.from_rows(rows, komi=0.5, to_move=WHITE)
+    move, _ = best_move(state, 300, batch)
+    assert move == "D6"
+
+
+def test_saves_a_stone_in_atari():
+    rows = [". . . . .", ". . O . .", ". O X O .", ". . . . .", ". . . . ."]
+    state = GameState.from_rows(rows, komi=0.5, to_move=BLACK)
+    move, result = best_move(state, 1500)
+    assert move == "C2", [(point_to_vertex(m.move, 5), m.visits) for m in result.moves[:5]]
+
+
+def test_visits_batches_and_statistics_are_consistent():
+    state = GameState(7, 7.5)
+    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=200, batch=16, seed=1))
+    result = mcts.search(state)
+    assert result.visits == 200
+    assert sum(m.visits for m in result.moves) == 200
+    assert all(0.0 <= m.winrate <= 1.0 for m in result.moves)
+    assert result.moves == sorted(result.moves, key=lambda m: -m.visits)
+    # priors of the uniform evaluator: 49 points + pass
+    assert all(abs(m.prior - 1 / 50) < 1e-6 for m in result.moves)
+
+
+def test_tree_is_reused_after_a_move():
+    state = GameState(7, 7.5)
+    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=300, batch=4, seed=2))
+    move, result = mcts.genmove(state)
+    child_visits = next(m.visits for m in result.moves if m.move == move)
+    state.play(move)
+    again = mcts.search(state, visits=child_visits)  # all visits already in the tree
+    assert again.playouts == 0 and again.visits == child_visits - 1 + 1
+
+
+class PassLovingEvaluator(Evaluator):
+    """Prefers pass strongly: checks the engine does not pass away a lost game."""
+
+    def evaluate(self, states):
+        out = []
+        for s in states:
+            pol = np.zeros(s.num_points + 1, dtype=np.float32)
+            pol[:-1] = s.legal_mask() * 0.001
+            pol[-1] = 1.0
+            out.append(Evaluation(policy=pol / pol.sum(), value=0.5))
+        return out
+
+
+def test_never_passes_away_a_lost_game_and_passes_to_win():
+    # white passed; black is behind on the board: passing would lose, so black must play
+    losing = GameState(5, 0.5)
+    losing.play(vertex_to_point("C3", 5), WHITE)
+    losing.to_move = BLACK
+    losing.play(PASS, WHITE)  # white passes, black to move
+    mcts = MCTS(PassLovingEvaluator(), SearchConfig(visits=50, seed=0))
+    move, _ = mcts.genmove(losing)
+    assert move != PASS
+    winning = GameState(5, 0.5)
+    winning.play(vertex_to_point("C3", 5), BLACK)
+    winning.play(PASS, WHITE)
+    move, _ = MCTS(UniformEvaluator(), SearchConfig(visits=50, seed=0)).genmove(winning)
+    assert move == PASS  # black owns the whole board; passing ends the game with a win
+
+
+def test_resigns_only_below_the_threshold():
+    state = GameState.from_rows([". O O O O", "O O O O O", "O O O O O", "O O O O O",
+                                 "O O O O ."], komi=0.5, to_move=BLACK)
+    cfg = SearchConfig(visits=64, resign_threshold=0.1, seed=0)
+    move, result = MCTS(UniformEvaluator(), cfg).genmove(state)
+    assert result.root_winrate < 0.1 and move == RESIGN
+    cfg = SearchConfig(visits=64, resign_threshold=0.0, seed=0)
+    move, _ = MCTS(UniformEvaluator(), cfg).genmove(state)
+    assert move != RESIGN
+
+
+def test_root_noise_and_temperature_are_seeded():
+    state = GameState(7, 7.5)
+    cfg = SearchConfig(visits=64, dirichlet_alpha=0.3, temperature=1.0, temperature_moves=10,
+                       seed=5)
+    a = MCTS(UniformEvaluator(), cfg).genmove(state)[0]
+    b = MCTS(UniformEvaluator(), cfg).genmove(state)[0]
+    assert a == b

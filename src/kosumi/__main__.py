@@ -1,0 +1,5 @@
+"""``python -m kosumi`` runs the command line."""
+
+from kosumi.cli import main
+
+main()

@@ -113,3 +113,24 @@ register_model_format(ModelFormat(
     sniff=_sniff_kosumi,
     open=_open_kosumi,
 ))
+
+
+# ---------------------------------------------------------------------------- Leela Zero
+def _sniff_leelaz(path: Path, head: bytes) -> bool:
+    from kosumi.nets.leelaz import sniff_leelaz
+
+    return sniff_leelaz(head)
+
+
+def _open_leelaz(path: Path, options: LoadOptions) -> Evaluator:
+    from kosumi.runtime.leelaz_evaluator import open_leelaz
+
+    return open_leelaz(path, options)
+
+
+register_model_format(ModelFormat(
+    name="leelaz",
+    description="Leela Zero text weights (version 1 or 2, plain or gzip)",
+    sniff=_sniff_leelaz,
+    open=_open_leelaz,
+))

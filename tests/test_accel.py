@@ -157,6 +157,7 @@ def oracle_area(board: bytes, size: int) -> list[int]:
 
 def numpy_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction) -> int:
     """MCTS._select_child's formula, verbatim, as it was before it called accel.puct_select."""
+    n, w, priors = (np.frombuffer(x) if not isinstance(x, np.ndarray) else x for x in (n, w, priors))
     visited = n > 0
     sq = math.sqrt(max(visits, 1))
     fpu = parent_value - fpu_reduction * math.sqrt(float(priors[visited].sum()))

@@ -23,7 +23,6 @@ is always empty and seki stones are listed as alive.
 from __future__ import annotations
 
 import inspect
-import math
 import os
 import queue
 import sys
@@ -31,13 +30,16 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
 import kosumi
+from kosumi.engine.analysis import (
+    info_line,
+    parse_analyze_args,
+)
 from kosumi.engine.mcts import MCTS, SearchConfig, SearchResult
 from kosumi.engine.timecontrol import TimeManager
 from kosumi.errors import KosumiError
@@ -53,8 +55,6 @@ DEAD_OWNERSHIP = 0.3
 OWNERSHIP_VISITS = 128
 #: an open-ended analysis stops growing the tree after this many root visits (memory bound)
 ANALYSIS_MAX_VISITS = 200_000
-#: default analysis interval in centiseconds
-DEFAULT_INTERVAL = 100
 
 Emit = Callable[[str], None]
 
@@ -91,14 +91,6 @@ class _Stream:
         out = "".join(self._parts)
         self._parts = []
         return out
-
-
-@dataclass
-class AnalyzeOptions:
-    color: int | None = None
-    interval: float = DEFAULT_INTERVAL / 100.0  # seconds; 0 = only a final line
-    max_moves: int = 0  # 0 = all
-    ownership: bool = False
 
 
 class GTPEngine:
@@ -595,71 +587,14 @@ class GTPEngine:
         return ""
 
     # ================================================================== analysis
-    def _parse_analyze_args(self, args: list[str], color_required: bool) -> AnalyzeOptions:
-        """``[color] [interval] [key value]...`` (lz-analyze / kata-analyze syntax)."""
-        opts = AnalyzeOptions()
-        i = 0
-        if args and args[0].lower() in ("b", "w", "black", "white"):
-            opts.color = gtp.parse_color(args[0])
-            i = 1
-        elif color_required:
-            raise GTPCommandError(gtp.SYNTAX_ERROR)
-        if i < len(args) and _looks_numeric(args[i]):
-            opts.interval = gtp.parse_int(args[i], high=10**9) / 100.0
-            i += 1
-        while i < len(args):
-            key = args[i].lower()
-            if i + 1 >= len(args):
-                raise GTPCommandError(gtp.SYNTAX_ERROR)
-            value = args[i + 1]
-            if key == "interval":
-                opts.interval = gtp.parse_int(value, high=10**9) / 100.0
-            elif key == "maxmoves":
-                opts.max_moves = gtp.parse_int(value)
-            elif key == "minmoves":
-                gtp.parse_int(value)  # accepted; only moves with visits are reported
-            elif key == "ownership":
-                opts.ownership = _parse_bool(value)
-            elif key in ("ownershipstdev", "pvvisits", "movesownership", "rootinfo"):
-                _parse_bool(value)  # accepted and ignored
-            else:
-                raise GTPCommandError(gtp.SYNTAX_ERROR)
-            i += 2
-        return opts
-
-    def _info_line(self, style: str, result: SearchResult, size: int,
-                   opts: AnalyzeOptions) -> str:
-        moves = result.moves[: opts.max_moves] if opts.max_moves else result.moves
-        parts = []
-        for order, mi in enumerate(moves):
-            v = gtp.format_vertex(mi.move, size)
-            pv = " ".join(gtp.format_vertex(m, size) for m in (mi.pv or [mi.move]))
-            lcb = min(max(mi.lcb, 0.0), 1.0)
-            if style == "lz":
-                parts.append(
-                    f"info move {v} visits {mi.visits} winrate {_permyriad(mi.winrate)}"
-                    f" prior {_permyriad(mi.prior)} lcb {_permyriad(lcb)} order {order} pv {pv}"
-                )
-            else:
-                score = ""
-                if mi.score_lead is not None and math.isfinite(mi.score_lead):
-                    score = f" scoreMean {mi.score_lead:.4f} scoreLead {mi.score_lead:.4f}"
-                parts.append(
-                    f"info move {v} visits {mi.visits} winrate {_unit(mi.winrate):.6f}{score}"
-                    f" prior {_unit(mi.prior):.6f} lcb {lcb:.6f} order {order} pv {pv}"
-                )
-        if parts and style == "kata" and opts.ownership and result.ownership is not None:
-            parts.append("ownership " + " ".join(f"{x:.4f}" for x in result.ownership))
-        return " ".join(parts)
-
     def _analyze(self, style: str, args: list[str], cid: int | None, stream: _Stream,
                  stop: threading.Event | None) -> str:
-        opts = self._parse_analyze_args(args, color_required=False)
+        opts = parse_analyze_args(args, color_required=False)
         state = self._search_state(opts.color)
         stream.start(cid)
 
         def emit(result: SearchResult) -> None:
-            stream.line(self._info_line(style, result, state.size, opts))
+            stream.line(info_line(style, result, state.size, opts))
 
         interval = opts.interval if opts.interval > 0 else 1e9
         if stop is None:  # called directly (tests, scripts): one bounded search
@@ -672,13 +607,13 @@ class GTPEngine:
 
     def _genmove_analyze(self, style: str, args: list[str], cid: int | None, stream: _Stream,
                          stop: threading.Event | None) -> str:
-        opts = self._parse_analyze_args(args, color_required=True)
+        opts = parse_analyze_args(args, color_required=True)
         assert opts.color is not None
         size = self.state.size
         stream.start(cid)
 
         def emit(result: SearchResult) -> None:
-            stream.line(self._info_line(style, result, size, opts))
+            stream.line(info_line(style, result, size, opts))
 
         vertex = self._genmove(opts.color, callback=emit, interval=opts.interval)
         return f"play {vertex}"
@@ -703,28 +638,6 @@ def format_score(score: float) -> str:
     if text.endswith("."):
         text += "0"
     return ("B+" if score > 0 else "W+") + text
-
-
-def _permyriad(x: float) -> int:
-    return round(_unit(x) * 10000)
-
-
-def _unit(x: float) -> float:
-    return min(max(float(x), 0.0), 1.0) if math.isfinite(x) else 0.0
-
-
-def _looks_numeric(token: str) -> bool:
-    t = token[1:] if token[:1] in "+-" else token
-    return t.isascii() and t.isdigit()
-
-
-def _parse_bool(token: str) -> bool:
-    t = token.lower()
-    if t in ("true", "1", "yes"):
-        return True
-    if t in ("false", "0", "no"):
-        return False
-    raise GTPCommandError(gtp.SYNTAX_ERROR)
 
 
 def _read_lines(stream: IO[Any]) -> Iterator[str]:

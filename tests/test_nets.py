@@ -25,6 +25,7 @@ from kosumi.nets.checkpoint import (
 )
 from kosumi.nets.config import NetConfig, parse_arch
 from kosumi.nets.features import get_feature_set
+from kosumi.nets.leelaz import LeelaZeroWeights, write_leelaz
 from kosumi.nets.resnet import KosumiNet, inference_tensors
 
 torch.set_num_threads(1)
@@ -333,36 +334,10 @@ def test_mutated_checkpoints_load_or_fail_cleanly(tmp_path, small_bytes, data):
 
 
 # ----------------------------------------------------------------------------- vs. Leela Zero
-def _lz_text(net: KosumiNet) -> str:
-    """Leela Zero text weights from an lz-head net, by the mapping in ``resnet``'s docstring
-    (tensors copied 1:1; BN gamma folded into weights and means; biases = beta*sqrt(var+eps))."""
-    def fmt(t):
-        return " ".join(f"{x:.9g}" for x in t.detach().reshape(-1).tolist())
-
-    lines = ["1"]
-
-    def group(conv, bn):
-        gamma = bn.weight
-        lines.append(fmt(conv.weight * gamma[:, None, None, None]))
-        lines.append(fmt(bn.bias * torch.sqrt(bn.running_var + 1e-5)))
-        lines.append(fmt(bn.running_mean * gamma))
-        lines.append(fmt(bn.running_var))
-
-    group(net.input_conv, net.input_bn)
-    for b in net.blocks:
-        group(b.conv1, b.bn1)
-        group(b.conv2, b.bn2)
-    group(net.policy_conv, net.policy_bn)
-    lines += [fmt(net.policy_fc.weight), fmt(net.policy_fc.bias)]
-    group(net.value_conv, net.value_bn)
-    lines += [fmt(net.value_fc1.weight), fmt(net.value_fc1.bias), fmt(net.value_fc2.weight),
-              fmt(net.value_fc2.bias)]
-    return "\n".join(lines) + "\n"
-
-
 def test_lz_head_matches_leelaz(leelaz, tmp_path):
-    """The real Leela Zero binary, fed the same tensors, prints the same policy and winrate:
-    checks the lz head's frame (bottom-up rows), fc order and BN mapping all at once."""
+    """The real Leela Zero binary, fed the same tensors (written by ``kosumi.nets.leelaz``),
+    prints the same policy and winrate: checks the lz head's frame (bottom-up rows), fc order
+    and BN mapping all at once. ``tests/test_leelaz.py`` checks more positions and symmetries."""
     import subprocess
 
     net = KosumiNet.random(lz_config("b2c16"), 11)
@@ -377,7 +352,7 @@ def test_lz_head_matches_leelaz(leelaz, tmp_path):
         net.policy_fc.weight.mul_(8)  # a peaked policy, so that the heatmap is informative
         net.value_fc2.weight.mul_(0.3)
     weights = tmp_path / "net.txt"
-    weights.write_text(_lz_text(net))
+    write_leelaz(weights, LeelaZeroWeights.from_state_dict(inference_tensors(net), net.config))
     moves = [("B", "D4"), ("W", "Q16"), ("B", "C17"), ("W", "R3"), ("B", "K10")]
     s = GameState(19)
     for _, v in moves:

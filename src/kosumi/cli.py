@@ -217,6 +217,39 @@ def match_command(
 
 
 
+# ----------------------------------------------------------------------------- export / inspect
+@app.command("export")
+def export_command(
+    model: Path = typer.Argument(..., help="Model to export (a kosumi checkpoint)."),
+    fmt: str = typer.Option(..., "--format", help="Output format: leelaz."),
+    out: Path = typer.Option(..., "--out", help="File to write (leelaz: NET.txt or NET.txt.gz)."),
+) -> None:
+    """Export a model to another format (Leela Zero weights; more formats to come)."""
+    from kosumi.export import export_model
+
+    try:
+        typer.echo(export_model(model, fmt, out))
+    except KosumiError as e:
+        fail(str(e))
+
+
+@app.command("inspect")
+def inspect_command(
+    model: Path = typer.Argument(..., help="Model file: kosumi checkpoint, Leela Zero, KataGo."),
+    as_json: bool = typer.Option(False, "--json", help="Print the description as JSON."),
+) -> None:
+    """Describe a model file: format, version, size, parameters, inputs, heads, board sizes."""
+    import json
+
+    from kosumi.nets.inspect import describe_model, format_description
+
+    try:
+        info = describe_model(model)
+    except KosumiError as e:
+        fail(str(e))
+    typer.echo(json.dumps(info, indent=2) if as_json else format_description(info))
+
+
 def main() -> None:
     try:
         app()

@@ -147,11 +147,12 @@ class MCTS:
     # ------------------------------------------------------------------ expansion
     def _expand(self, node: Node, ev) -> None:
         pol = ev.policy
-        keep = pol > 0
-        keep[-1] = True  # pass is always a child: finished games must stay reachable
-        idx = np.flatnonzero(keep)
+        idx = (pol > 0).nonzero()[0]
+        last = len(pol) - 1
+        if not len(idx) or idx[-1] != last:  # pass is always a child: finished games must
+            idx = np.append(idx, last)  # stay reachable even if its prior underflowed to 0
         pri = pol[idx].astype(np.float64)
-        pri /= pri.sum()
+        pri *= 1.0 / max(pri.sum(), 1e-30)
         node.moves = idx
         node.priors = pri
         k = len(idx)
@@ -180,11 +181,14 @@ class MCTS:
 
     def _descend(self, root: Node) -> tuple[list[tuple[Node, int]], Node | None]:
         """Walk down with virtual loss. Returns (path, leaf); leaf None on a collision."""
-        vl = self.config.virtual_loss
+        cfg = self.config
+        vl, c_puct, fpu_reduction = cfg.virtual_loss, cfg.c_puct, cfg.fpu_reduction
+        select = accel.puct_select  # see _select_child
         path: list[tuple[Node, int]] = []
         node = root
         while True:
-            i = self._select_child(node)
+            i = select(node.n, node.w, node.priors, node.visits, node.value, c_puct,
+                       fpu_reduction)
             node.n[i] += vl
             node.visits += vl
             path.append((node, i))
@@ -194,7 +198,7 @@ class MCTS:
                 st.play(policy_move(int(node.moves[i]), st.size), trusted=True)
                 child = Node(st)
                 node.children[i] = child
-                if st.is_game_over():
+                if st.passes >= 2:  # the game is over
                     child.terminal = True
                     child.value, child.score = terminal_value(st)
                     return path, child

@@ -1,9 +1,9 @@
 """``load_evaluator(path)``: any model file -> an ``Evaluator``, the format detected from content.
 
 Model formats live in one registry, ``MODEL_FORMATS``, tried in order: each has a ``sniff``
-(path, first bytes of the file) -> bool and an ``open`` (path, LoadOptions) -> Evaluator. Today
-only kosumi checkpoints (safetensors + config) are known; the KataGo (.bin.gz), Leela Zero
-(text weights) and ONNX readers register themselves here with ``register_model_format`` (use
+(path, first bytes of the file) -> bool and an ``open`` (path, LoadOptions) -> Evaluator. Known:
+kosumi checkpoints (safetensors + config) and Leela Zero text weights (registered below); the
+KataGo (.bin.gz) and ONNX readers register themselves here with ``register_model_format`` (use
 ``first=True`` to be tried before the others). A file no format claims gives one line:
 ``FILE: unsupported model format (...)``.
 """
@@ -65,8 +65,8 @@ def detect_format(path: str | os.PathLike) -> ModelFormat:
         if fmt.sniff(path, head):
             return fmt
     known = "; ".join(f.description for f in MODEL_FORMATS)
-    raise KosumiError(f"{path}: unsupported model format (known: {known}; KataGo, Leela Zero "
-                      "and ONNX readers are not available yet)")
+    raise KosumiError(f"{path}: unsupported model format (known: {known}; KataGo and ONNX "
+                      "readers are not available yet)")
 
 
 def load_evaluator(path: str | os.PathLike, backend: str = "torch", threads: int = 1,

@@ -1,0 +1,36 @@
+"""``load_teacher(path)``: the network kosumi distills from, as an ``Evaluator``, whatever its format.
+
+A teacher is any model file ``load_evaluator`` can open -- a KataGo model, Leela Zero weights or
+a kosumi checkpoint -- the format detected from the content. Teachers label many positions from
+the same games, so the evaluator keeps a transposition cache by default; ``symmetries=8``
+averages the 8 board symmetries (slower, exactly equivariant, usually a better label).
+"""
+
+from __future__ import annotations
+
+import os
+
+from kosumi.errors import KosumiError
+from kosumi.runtime.evaluator import Evaluator
+from kosumi.runtime.loader import load_evaluator
+
+
+def load_teacher(path: str | os.PathLike, symmetries: int = 1, threads: int = 1,
+                 backend: str = "torch", device: str | None = None,
+                 cache: bool = True) -> Evaluator:
+    """Open the teacher model at ``path`` (any supported format) as an Evaluator.
+
+    symmetries  1..8: average over this many board symmetries (1 = as the file plays, 8 = all)
+    threads     CPU threads of the backend
+    backend     the backend that runs it ("torch"; see ``kosumi.runtime.backend.BACKENDS``)
+    device      e.g. "cuda" (default: CPU)
+    cache       keep an LRU transposition cache in front of it
+
+    Raises KosumiError (one line naming the file) for a missing, unknown or corrupt file.
+    """
+    if not isinstance(symmetries, int) or not 1 <= symmetries <= 8:
+        raise KosumiError(f"{path}: teacher symmetries must be 1..8, not {symmetries!r}")
+    if not isinstance(threads, int) or threads < 1:
+        raise KosumiError(f"{path}: teacher threads must be at least 1, not {threads!r}")
+    return load_evaluator(path, backend=backend, threads=threads, cache=cache,
+                          symmetries=symmetries, device=device)

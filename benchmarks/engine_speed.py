@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
+import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -75,13 +78,15 @@ class TimedBackend:
         self.inner.close()
 
 
-def engine_speed(model: Path, size: int, visits: int, batch: int) -> dict:
+def engine_speed(model: Path, size: int, visits: int, batch: int,
+                 state: GameState | None = None) -> dict:
     from kosumi.runtime import load_evaluator
 
     evaluator = load_evaluator(model, threads=1, cache=False)
     timed = TimedBackend(evaluator.backend)
     evaluator.backend = timed
-    state = random_game(size, size * size // 3, 7)
+    if state is None:
+        state = random_game(size, size * size // 3, 7)
     mcts = MCTS(evaluator, SearchConfig(visits=visits, batch=batch, reuse_tree=False, seed=1))
     mcts.search(state, visits=2 * batch)  # warm-up (allocations, torch kernels)
     mcts.clear()
@@ -100,6 +105,42 @@ def engine_speed(model: Path, size: int, visits: int, batch: int) -> dict:
     }
 
 
+LEELAZ = "/usr/games/leelaz"
+
+
+def leelaz_comparison(tmp: Path, visits: int, batch: int, arch: str = "b6c64") -> dict:
+    """The same lz-head net in Leela Zero's own engine (``leelaz --benchmark``, 1 thread,
+    empty 19x19 board) and in kosumi's engine (torch backend, 1 thread, same position)."""
+    from kosumi.export import export_model
+    from kosumi.nets.checkpoint import save_checkpoint
+    from kosumi.nets.config import NetConfig
+    from kosumi.nets.resnet import KosumiNet
+
+    config = NetConfig(arch=arch, features="lz18", head="lz", board_sizes=[19], value="tanh",
+                       score_lead=False, ownership=False)
+    net = tmp / f"{arch}-lz.safetensors"
+    save_checkpoint(net, KosumiNet.random(config, seed=1))
+    weights = tmp / f"{arch}-lz.txt"
+    export_model(net, "leelaz", weights)
+    out: dict = {"net": f"{arch} lz head (random weights), 19x19, empty board, 1 thread"}
+    if Path(LEELAZ).exists():
+        proc = subprocess.run(
+            [LEELAZ, "--cpu-only", "-w", str(weights), "--benchmark", "-v", str(visits), "-t", "1"],
+            capture_output=True, text=True, env={**os.environ, "HOME": str(tmp)}, timeout=1800,
+        )
+        m = re.search(r"(\d+) visits, \d+ nodes, (\d+) playouts, (\d+) n/s",
+                      proc.stdout + proc.stderr)
+        out["leelaz_playouts_per_s"] = float(m.group(3)) if m else None
+    else:
+        out["leelaz_playouts_per_s"] = None
+    kosumi = engine_speed(net, 19, visits, batch, GameState(19, 7.5))
+    out["kosumi"] = kosumi
+    if out["leelaz_playouts_per_s"]:
+        out["kosumi_over_leelaz"] = round(kosumi["playouts_per_s"] / out["leelaz_playouts_per_s"],
+                                          2)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--visits", type=int, default=800)
@@ -107,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--archs", default="b2c16,b6c64")
     ap.add_argument("--sizes", default="9,19")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--no-leelaz", action="store_true", help="skip the Leela Zero comparison")
     args = ap.parse_args(argv)
 
     import torch
@@ -134,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             for n in sizes:
                 report["engine"][f"{arch} {n}x{n}"] = engine_speed(path, n, args.visits,
                                                                    args.batch)
+        if not args.no_leelaz:
+            report["leelaz_same_net"] = leelaz_comparison(Path(tmp), args.visits, args.batch)
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:

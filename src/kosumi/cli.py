@@ -250,6 +250,183 @@ def inspect_command(
     typer.echo(json.dumps(info, indent=2) if as_json else format_description(info))
 
 
+# ----------------------------------------------------------------------------- distill data
+@app.command("selfplay")
+def selfplay_command(
+    model: Path = typer.Option(..., "--model", help="Teacher model file (any format)."),
+    games: int = typer.Option(..., "--games", min=0, help="Games to have for this --seed."),
+    size: int = typer.Option(9, "--size", help="Board size."),
+    komi: float = typer.Option(7.0, "--komi", help="Komi."),
+    rules: str = typer.Option("chinese", "--rules", help="chinese, tromp-taylor or positional."),
+    visits: Optional[int] = typer.Option(
+        None, "--visits", min=1, help="MCTS playouts per move (root noise; default 64)."),
+    policy_temperature: Optional[float] = typer.Option(
+        None, "--policy-temperature", min=0.0,
+        help="Instead of MCTS: sample the raw policy ^ 1/T (0 = the most likely move)."),
+    random_opening: int = typer.Option(
+        0, "--random-opening", min=0, help="The first K moves of each game are random."),
+    max_moves: Optional[int] = typer.Option(
+        None, "--max-moves", min=1, help="Stop a game after this many moves (default 2*N*N)."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Processes, one teacher each."),
+    threads: int = typer.Option(1, "--threads", min=1, help="CPU threads per teacher."),
+    symmetries: int = typer.Option(1, "--symmetries", min=1, max=8,
+                                   help="Teacher averages this many symmetries."),
+    seed: int = typer.Option(0, "--seed", help="Games are numbered per seed; a rerun continues."),
+    out: Path = typer.Option(..., "--out", help="Output folder (positions shards + sgf/)."),
+) -> None:
+    """Let a teacher play itself; keep the games (SGF) and their positions (shards)."""
+    from kosumi.distill.selfplay import DEFAULT_VISITS, SelfPlayConfig, run_selfplay
+
+    if visits is not None and policy_temperature is not None:
+        fail("give --visits or --policy-temperature, not both")
+    config = SelfPlayConfig(
+        size=size, komi=komi, rules=rules,
+        visits=None if policy_temperature is not None else (visits or DEFAULT_VISITS),
+        policy_temperature=1.0 if policy_temperature is None else policy_temperature,
+        random_opening=random_opening, seed=seed, max_moves=max_moves)
+    try:
+        stats = run_selfplay(model, out, games, config, workers=workers, threads=threads,
+                             symmetries=symmetries, progress=True)
+    except KosumiError as e:
+        fail(str(e))
+    typer.echo(f"{out}: {stats.games_played} games played, {stats.games_recovered} recovered, "
+               f"{stats.games_before} already there; {stats.positions_added} new positions "
+               f"({stats.duplicates} duplicates skipped)")
+
+
+@app.command("positions")
+def positions_command(
+    from_sgf: list[Path] = typer.Option(
+        ..., "--from-sgf", help="SGF file or folder (searched recursively); repeatable."),
+    more_sgf: Optional[list[Path]] = typer.Argument(
+        None, help="More SGF files or folders (--from-sgf a.sgf b.sgf games/ ...).",
+        show_default=False),
+    out: Path = typer.Option(..., "--out", help="Positions folder (created or added to)."),
+    rules: str = typer.Option("chinese", "--rules", help="chinese, tromp-taylor or positional."),
+    sample: float = typer.Option(
+        1.0, "--sample", help="Keep each position with this probability (0 < p <= 1)."),
+    min_moves: int = typer.Option(0, "--min-moves", min=0, help="Skip the first K positions."),
+    seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="Warn about bad SGF files, go on."),
+) -> None:
+    """Import every position of the main line of SGF games (any board size), deduplicated."""
+    from kosumi.distill.positions import import_sgf
+
+    try:
+        stats = import_sgf([*from_sgf, *(more_sgf or [])], out, rules=rules, sample=sample, seed=seed,
+                           min_moves=min_moves, skip_bad=skip_bad, progress=True,
+                           warn=lambda m: typer.echo(f"kosumi: warning: {m}", err=True))
+    except KosumiError as e:
+        fail(str(e))
+    typer.echo(f"{out}: {stats.files} files, {stats.added} new positions, {stats.duplicates} "
+               f"duplicates skipped" + (f", {stats.bad_files} bad files skipped"
+                                        if stats.bad_files else ""))
+
+
+@app.command("label")
+def label_command(
+    teacher: Path = typer.Option(..., "--teacher", help="Teacher model file (any format)."),
+    positions: Path = typer.Option(..., "--positions", help="Positions folder."),
+    out: Path = typer.Option(..., "--out", help="Label folder (created, or resumed)."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Processes, one teacher each."),
+    threads: int = typer.Option(1, "--threads", min=1, help="CPU threads per teacher."),
+    symmetries: int = typer.Option(
+        1, "--symmetries", min=1, max=8, help="Teacher averages this many symmetries (1 or 8)."),
+    batch: int = typer.Option(256, "--batch", min=1, help="Positions per forward pass."),
+    shard_size: Optional[int] = typer.Option(
+        None, "--shard-size", min=1, help="Positions per label shard (default 4096; fixed "
+        "by the folder once started)."),
+    allow_mixed_teachers: bool = typer.Option(
+        False, "--allow-mixed-teachers", help="Allow adding labels from a different teacher."),
+) -> None:
+    """Label positions with a teacher's policy, value (W/L/NR), score lead and ownership."""
+    from kosumi.distill.labels import label_positions
+
+    try:
+        stats = label_positions(teacher, positions, out, symmetries=symmetries, batch=batch,
+                                chunk_size=shard_size, workers=workers, threads=threads,
+                                allow_mixed_teachers=allow_mixed_teachers, progress=True)
+    except KosumiError as e:
+        fail(str(e))
+    typer.echo(f"{out}: labelled {stats.labelled} positions in {stats.shards} shards; "
+               f"{stats.already} were already labelled; {stats.total} positions in all")
+
+
+# ----------------------------------------------------------------------------- distill (training)
+@app.command("distill")
+def distill_command(
+    data: Path = typer.Option(..., "--data", help="Label folder (kosumi label)."),
+    out: Path = typer.Option(..., "--out", help="Student checkpoint to write (.safetensors)."),
+    teacher: Optional[str] = typer.Option(
+        None, "--teacher", help="Teacher file (or sha256) to check against the labels' "
+        "teacher; default: the labels' teacher."),
+    student: Optional[str] = typer.Option(None, "--student", help="Student arch (default b6c64)."),
+    features: Optional[str] = typer.Option(None, "--features", help="basic (default) or lz18."),
+    head: Optional[str] = typer.Option(None, "--head", help="conv (default) or lz (19x19)."),
+    value: Optional[str] = typer.Option(None, "--value", help="wdl or tanh (default: by head)."),
+    board_sizes: Optional[str] = typer.Option(
+        None, "--board-sizes", help="Sizes to train, e.g. 9,19 (default: all in the labels)."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Optimizer steps in all."),
+    epochs: Optional[float] = typer.Option(None, "--epochs", help="Or: passes over the data "
+                                           "(default 1)."),
+    batch: Optional[int] = typer.Option(None, "--batch", help="Global batch (default 256)."),
+    lr: Optional[float] = typer.Option(None, "--lr", help="Peak learning rate (default 2e-3)."),
+    weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="AdamW (0.01)."),
+    warmup: Optional[int] = typer.Option(None, "--warmup", help="Warm-up steps (default 5%)."),
+    clip: Optional[float] = typer.Option(None, "--clip", help="Gradient-norm clip (1.0; 0=off)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed: init, split, order (0)."),
+    policy_temperature: Optional[float] = typer.Option(
+        None, "--policy-temperature", help="Distillation temperature T (default 1)."),
+    ownership_weight: Optional[float] = typer.Option(
+        None, "--ownership-weight", help="Ownership loss weight (default 0.5; 0 = none)."),
+    score_weight: Optional[float] = typer.Option(
+        None, "--score-weight", help="Score-lead loss weight (default 0.1; 0 = none)."),
+    val_fraction: Optional[float] = typer.Option(
+        None, "--val-fraction", help="Games held out for evaluation (default 0.05)."),
+    augment: Optional[bool] = typer.Option(
+        None, "--augment/--no-augment", help="8-fold symmetry augmentation (default on)."),
+    eval_every: int = typer.Option(500, "--eval-every", help="Evaluate + save every K steps."),
+    stop_after: Optional[int] = typer.Option(
+        None, "--stop-after", help="Stop this invocation after K steps (then --resume)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads per process."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:K."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run saved at --out."),
+    cache_dir: Optional[Path] = typer.Option(
+        None, "--cache-dir", help="Encoded-label cache (default ~/.cache/kosumi/distill)."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Train a student network on a teacher's labels (runs under torchrun for DDP)."""
+    import os
+
+    from kosumi.distill.train import DistillOptions, distill
+    from kosumi.nets.config import parse_board_sizes
+
+    try:
+        options = DistillOptions(
+            data=data, out=out, teacher=teacher, student=student, features=features, head=head,
+            value=value, board_sizes=parse_board_sizes(board_sizes) if board_sizes else None,
+            steps=steps, epochs=epochs, batch=batch, lr=lr, weight_decay=weight_decay,
+            warmup=warmup, clip=clip, seed=seed, policy_temperature=policy_temperature,
+            ownership_weight=ownership_weight, score_weight=score_weight,
+            val_fraction=val_fraction, augment=augment, eval_every=eval_every,
+            stop_after=stop_after, threads=threads,
+            device=device, resume=resume, cache_dir=cache_dir, progress=not quiet,
+            argv=["distill", *sys.argv[sys.argv.index("distill") + 1:]]
+            if "distill" in sys.argv else sys.argv[1:])
+        result = distill(options)
+    except KosumiError as e:
+        fail(str(e))
+    if result.val:
+        v = result.val
+        summary = (f"val top-1 {v['top1']:.3f}, top-5 {v['top5']:.3f}, policy KL "
+                   f"{v['policy_kl']:.4f}, value MAE {v['value_mae']:.4f}")
+    else:
+        summary = "no held-out positions"
+    if int(os.environ.get("RANK", "0")) == 0:
+        typer.echo(f"wrote {result.checkpoint}: {result.steps} steps, {result.samples:,} "
+                   f"samples, {result.samples_per_s:,.0f} samples/s; {summary}")
+
+
 def main() -> None:
     try:
         app()

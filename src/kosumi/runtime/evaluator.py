@@ -28,12 +28,15 @@ class Evaluation:
     value      the side to move's win probability, in [0, 1].
     score_lead the side to move's expected lead in points (komi included), if the net has it.
     ownership  float32 [N*N] in [-1, 1], +1 = the side to move will own the point, if the net has it.
+    wdl        float [3]: win, loss, noResult probabilities of the side to move, for nets with a
+               three-way value head (KataGo, kosumi ``wdl``); None for a single win probability.
     """
 
     policy: np.ndarray
     value: float
     score_lead: float | None = None
     ownership: np.ndarray | None = None
+    wdl: np.ndarray | None = None
 
 
 class Evaluator(ABC):

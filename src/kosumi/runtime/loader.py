@@ -3,8 +3,8 @@
 Model formats live in one registry, ``MODEL_FORMATS``, tried in order: each has a ``sniff``
 (path, first bytes of the file) -> bool and an ``open`` (path, LoadOptions) -> Evaluator. Known:
 kosumi checkpoints (safetensors + config) and Leela Zero text weights (registered below); the
-KataGo (.bin.gz) and ONNX readers register themselves here with ``register_model_format`` (use
-``first=True`` to be tried before the others). A file no format claims gives one line:
+KataGo (.bin.gz / .txt.gz); later formats (ONNX, the pack) register themselves here with
+``register_model_format`` (use ``first=True`` to be tried before the others). A file no format claims gives one line:
 ``FILE: unsupported model format (...)``.
 """
 
@@ -65,8 +65,7 @@ def detect_format(path: str | os.PathLike) -> ModelFormat:
         if fmt.sniff(path, head):
             return fmt
     known = "; ".join(f.description for f in MODEL_FORMATS)
-    raise KosumiError(f"{path}: unsupported model format (known: {known}; KataGo and ONNX "
-                      "readers are not available yet)")
+    raise KosumiError(f"{path}: unsupported model format (known: {known})")
 
 
 def load_evaluator(path: str | os.PathLike, backend: str = "torch", threads: int = 1,
@@ -133,4 +132,29 @@ register_model_format(ModelFormat(
     description="Leela Zero text weights (version 1 or 2, plain or gzip)",
     sniff=_sniff_leelaz,
     open=_open_leelaz,
+))
+
+
+# ---------------------------------------------------------------------------- KataGo
+def _sniff_katago(path: Path, head: bytes) -> bool:
+    from kosumi.nets.katago import is_katago_file
+
+    return is_katago_file(path)  # reads (and un-gzips) the header itself
+
+
+def _open_katago(path: Path, options: LoadOptions) -> Evaluator:
+    from kosumi.runtime.katago_evaluator import load_katago_evaluator
+
+    if options.backend != "torch":
+        raise KosumiError(f"{path}: KataGo models run on the torch backend only "
+                          f"(asked for {options.backend!r}); export a student for other runtimes")
+    return load_katago_evaluator(path, threads=options.threads, symmetries=options.symmetries,
+                                 device=options.device)
+
+
+register_model_format(ModelFormat(
+    name="katago",
+    description="KataGo model (.bin.gz / .txt.gz, model version 8)",
+    sniff=_sniff_katago,
+    open=_open_katago,
 ))

@@ -45,6 +45,13 @@ def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
     return e.astype(np.float32)
 
 
+def wdl_probabilities(value: np.ndarray) -> np.ndarray:
+    """Raw wdl logits [..., 3] -> (win, loss, noResult) probabilities, float64."""
+    v = value.astype(np.float64)
+    e = np.exp(v - v.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def win_probability(value: np.ndarray, kind: str) -> np.ndarray:
     """Raw value outputs [..., 3] (wdl logits) or [..., 1] (pre-tanh) -> win probability [...]."""
     v = value.astype(np.float64)
@@ -123,7 +130,9 @@ class NetEvaluator(Evaluator):
                 if own is not None:
                     own[j] = own[j][:, perm]
         policy = masked_softmax(logits, legal[None])
-        value = win_probability(out["value"].reshape(k, bsz, -1), self.config.value)
+        raw_value = out["value"].reshape(k, bsz, -1)
+        value = win_probability(raw_value, self.config.value)
+        wdl = wdl_probabilities(raw_value).mean(axis=0) if self.config.value == "wdl" else None
         lead = out.get("score_lead")
         lead = None if lead is None else lead.reshape(k, bsz)
         if k == 1:
@@ -142,6 +151,7 @@ class NetEvaluator(Evaluator):
                 value=float(value[i]),
                 score_lead=None if lead is None else float(lead[i]),
                 ownership=None if own is None else own[i],
+                wdl=None if wdl is None else wdl[i],
             )
             for i in range(bsz)
         ]

@@ -1,0 +1,524 @@
+"""Teacher labels: the teacher's full outputs on every position, in resumable shards.
+
+``label_positions(teacher, positions_dir, out_dir)`` runs the teacher on every position of a
+positions folder and stores, for each: the full policy distribution, the value as
+(win, loss, noResult) for the side to move, the score lead and the ownership where the teacher
+has them. ``LabelStore(out_dir)`` reads them back as ``LabelRecord`` objects (the trainer's
+door) or as whole arrays per shard (``LabelStore.shards``).
+
+Work units and resuming: each positions shard (identified by the SHA-256 of its bytes) is cut
+into chunks of ``chunk_size`` positions in storage order; one chunk -> one label shard, named
+``labels-<first 16 hex of the positions shard's SHA-256>-<chunk>.npz.zst``. The manifest lists
+the finished units, so a run killed at any moment and run again labels exactly the missing
+units: no label is lost or duplicated, and the labels are those of an uninterrupted run (the
+same chunks in the same batches). Label shards are self-contained (they carry the positions),
+so a label folder can be used without its positions folder.
+
+Value conventions: ``value`` = [win, loss, noResult] for the side to move. A WDL teacher gives
+its three probabilities (``Evaluation.wdl``: KataGo, kosumi nets with a wdl head); a
+win-probability teacher (tanh value, ``Evaluation.value`` only) gives
+[p, 1 - p, 0]. ``score_lead`` in points and ``ownership`` (+1 = side to move) as in
+``Evaluation``.
+
+Label folder layout (see ``kosumi.distill.shards``)::
+
+    DIR/manifest.json   {"format": "kosumi-labels", "version": 1, "chunk_size": 4096,
+                         "teachers": [{"name", "format", "sha256", "symmetries"}, ...],
+                         "allow_mixed_teachers": false,
+                         "shards": [{"file", "sha256", "count", "board_size", "teacher",
+                                     "positions_sha256", "positions_file", "chunk",
+                                     "has_score_lead", "has_ownership"}]}
+    DIR/labels-<sha16>-<chunk>.npz.zst     one .npz (allow_pickle=False) in a zstd frame:
+        keys       uint64 [M]        canonical position keys
+        positions  uint8 [bytes]     the positions as JSON lines (kosumi.distill.positions)
+        policy     float32 [M, N*N+1]
+        value      float32 [M, 3]
+        score_lead float32 [M]       (only when the teacher has it)
+        ownership  float32 [M, N*N]  (only when the teacher has it)
+
+A second teacher (another file, format or symmetry count) may add labels to a folder only with
+``allow_mixed_teachers=True``; the manifest then says so, and each shard names its teacher.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kosumi.distill.positions import Position, PositionStore, jsonl_to_positions, positions_to_jsonl
+from kosumi.distill.shards import ShardDir, arrays_to_bytes, bytes_to_arrays, sha256_file
+from kosumi.errors import KosumiError
+from kosumi.go.board import GameState
+from kosumi.runtime.evaluator import CachedEvaluator, Evaluator
+
+LABELS_FORMAT = "kosumi-labels"
+DEFAULT_CHUNK_SIZE = 4096
+DEFAULT_BATCH = 256
+#: the fields of a teacher's identity that decide whether two teachers are the same
+IDENTITY_FIELDS = ("format", "sha256", "symmetries")
+
+
+# ---------------------------------------------------------------------------- records
+@dataclass
+class LabelRecord:
+    """One position and the teacher's outputs on it (side to move's view)."""
+
+    position: Position
+    policy: np.ndarray  # float32 [N*N+1], kosumi order, sums to 1
+    value: np.ndarray  # float32 [3]: win, loss, noResult
+    score_lead: float | None  # points
+    ownership: np.ndarray | None  # float32 [N*N], +1 = side to move
+    teacher: int = 0  # index into LabelStore.teachers
+    key: int = 0  # canonical position key (kosumi.distill.positions.canonical_key)
+
+
+@dataclass
+class LabelShard:
+    """The arrays of one label shard (all one board size), for bulk loading."""
+
+    board_size: int
+    positions: list[Position]
+    keys: np.ndarray  # uint64 [M]
+    policy: np.ndarray  # float32 [M, N*N+1]
+    value: np.ndarray  # float32 [M, 3]
+    score_lead: np.ndarray | None  # float32 [M] (NaN where missing)
+    ownership: np.ndarray | None  # float32 [M, N*N]
+    teacher: int = 0
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def records(self) -> Iterator[LabelRecord]:
+        for i, pos in enumerate(self.positions):
+            lead = None if self.score_lead is None else float(self.score_lead[i])
+            if lead is not None and math.isnan(lead):
+                lead = None
+            own = None if self.ownership is None else self.ownership[i]
+            if own is not None and np.isnan(own).any():
+                own = None
+            yield LabelRecord(position=pos, policy=self.policy[i], value=self.value[i],
+                              score_lead=lead, ownership=own, teacher=self.teacher,
+                              key=int(self.keys[i]))
+
+
+# ---------------------------------------------------------------------------- teacher outputs
+@dataclass
+class TeacherBatch:
+    """A teacher's outputs for a batch of positions (the arrays of a label shard)."""
+
+    policy: np.ndarray  # float32 [B, N*N+1]
+    value: np.ndarray  # float32 [B, 3]
+    score_lead: np.ndarray | None  # float32 [B]
+    ownership: np.ndarray | None  # float32 [B, N*N]
+
+
+def unwrap(evaluator: Evaluator) -> Evaluator:
+    """The evaluator under any ``CachedEvaluator`` layers."""
+    while isinstance(evaluator, CachedEvaluator):
+        evaluator = evaluator.inner
+    return evaluator
+
+
+def teacher_outputs(evaluator: Evaluator, states: Sequence[GameState]) -> TeacherBatch:
+    """Run the teacher on a batch of same-size positions; see the module docstring for the
+    value conventions."""
+    ev = unwrap(evaluator)
+    n = states[0].size
+    nn = n * n
+    bsz = len(states)
+    wdl: np.ndarray | None = None
+    if hasattr(ev, "evaluate_full"):  # KataGo: every head, win/loss/noResult included
+        full = ev.evaluate_full(states)
+        policy = np.stack([o.policy for o in full])
+        wdl = np.array([[o.win, o.loss, o.no_result] for o in full], dtype=np.float64)
+        leads: list[float | None] = [float(o.lead) for o in full]
+        owns: list[np.ndarray | None] = [o.ownership for o in full]
+    else:
+        evals = ev.evaluate(states)
+        policy = np.stack([e.policy for e in evals])
+        if all(e.wdl is not None for e in evals):
+            wdl = np.stack([e.wdl for e in evals]).astype(np.float64)
+        else:  # a single win probability p: (p, 1 - p, 0)
+            p = np.array([e.value for e in evals], dtype=np.float64)
+            wdl = np.stack([p, 1.0 - p, np.zeros_like(p)], axis=1)
+        leads = [e.score_lead for e in evals]
+        owns = [e.ownership for e in evals]
+    policy = policy.astype(np.float64).reshape(bsz, nn + 1)
+    policy /= policy.sum(axis=1, keepdims=True)
+    wdl = np.clip(wdl, 0.0, 1.0)
+    wdl /= wdl.sum(axis=1, keepdims=True)
+    score = None
+    if any(x is not None for x in leads):
+        score = np.array([np.nan if x is None else x for x in leads], dtype=np.float32)
+    own = None
+    if any(o is not None for o in owns):
+        own = np.full((bsz, nn), np.nan, dtype=np.float32)
+        for i, o in enumerate(owns):
+            if o is not None:
+                own[i] = o
+    return TeacherBatch(policy=policy.astype(np.float32), value=wdl.astype(np.float32),
+                        score_lead=score, ownership=own)
+
+
+def label_states(evaluator: Evaluator, states: Sequence[GameState],
+                 batch: int = DEFAULT_BATCH,
+                 on_batch: Callable[[int], None] | None = None) -> TeacherBatch:
+    """``teacher_outputs`` over same-size ``states`` in batches of ``batch``, concatenated."""
+    parts = []
+    for start in range(0, len(states), max(1, batch)):
+        chunk = states[start : start + max(1, batch)]
+        parts.append(teacher_outputs(evaluator, chunk))
+        if on_batch is not None:
+            on_batch(len(chunk))
+
+    def cat(name: str) -> np.ndarray | None:
+        arrays = [getattr(p, name) for p in parts]
+        if all(a is None for a in arrays):
+            return None
+        if any(a is None for a in arrays):  # cannot happen with one teacher; keep it safe
+            raise ValueError(f"teacher gave {name} for some batches only")
+        return np.concatenate(arrays)
+
+    return TeacherBatch(policy=cat("policy"), value=cat("value"),  # type: ignore[arg-type]
+                        score_lead=cat("score_lead"), ownership=cat("ownership"))
+
+
+# ---------------------------------------------------------------------------- teachers
+def open_teacher(path: str | os.PathLike, symmetries: int = 1, threads: int = 1) -> Evaluator:
+    """Open a teacher model file (any format ``kosumi.runtime`` reads), without a cache."""
+    try:
+        from kosumi.runtime.teacher import load_teacher
+    except ImportError:  # pragma: no cover - older runtime
+        from kosumi.runtime.loader import load_evaluator
+
+        return load_evaluator(path, threads=threads, cache=False, symmetries=symmetries)
+    return load_teacher(path, symmetries=symmetries, threads=threads, cache=False)
+
+
+def teacher_identity(path: str | os.PathLike, symmetries: int = 1) -> dict[str, Any]:
+    """The identity recorded with labels: file name, format, SHA-256 of the file, symmetries."""
+    from kosumi.runtime.loader import detect_format
+
+    path = Path(path)
+    return {"name": path.name, "format": detect_format(path).name,
+            "sha256": sha256_file(path), "symmetries": int(symmetries)}
+
+
+def same_teacher(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return all(a.get(f) == b.get(f) for f in IDENTITY_FIELDS)
+
+
+def _describe_teacher(t: dict[str, Any]) -> str:
+    sha = str(t.get("sha256") or "")[:12]
+    return f"{t.get('name')} ({t.get('format')}, sha256 {sha}..., symmetries {t.get('symmetries')})"
+
+
+# ---------------------------------------------------------------------------- reading
+def _check_label_manifest(d: ShardDir) -> None:
+    where = d.manifest_path
+    m = d.manifest
+    teachers = m.get("teachers")
+    if not isinstance(teachers, list) or not all(isinstance(t, dict) for t in teachers):
+        raise KosumiError(f"{where}: field 'teachers' is missing or not a list of objects")
+    if d.shards and not teachers:
+        raise KosumiError(f"{where}: field 'teachers' is empty but there are shards")
+    if not isinstance(m.get("chunk_size"), int) or m["chunk_size"] < 1:
+        raise KosumiError(f"{where}: field 'chunk_size' is missing or not a positive integer")
+    for i, s in enumerate(d.shards):
+        for f in ("board_size", "teacher", "chunk"):
+            if not isinstance(s.get(f), int):
+                raise KosumiError(f"{where}: shards[{i}] field {f!r} is missing or not an int")
+        if not isinstance(s.get("positions_sha256"), str):
+            raise KosumiError(f"{where}: shards[{i}] field 'positions_sha256' is missing")
+        if not 0 <= s["teacher"] < len(teachers):
+            raise KosumiError(f"{where}: shards[{i}] field 'teacher' = {s['teacher']} names no "
+                              "teacher")
+
+
+class LabelStore:
+    """A label folder, read-only (see the module docstring for the layout).
+
+    ``teacher`` is the identity of the folder's (first) teacher; ``teachers`` lists them all
+    (more than one only if mixing was explicitly allowed); ``LabelRecord.teacher`` indexes it.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.dir = ShardDir(path, LABELS_FORMAT)
+        self.path = self.dir.path
+        _check_label_manifest(self.dir)
+        self.teachers: list[dict[str, Any]] = list(self.dir.manifest["teachers"])
+        self.teacher: dict[str, Any] = self.teachers[0] if self.teachers else {}
+        self.mixed_teachers = bool(self.dir.manifest.get("allow_mixed_teachers", False))
+
+    def __len__(self) -> int:
+        return len(self.dir)
+
+    def board_sizes(self) -> list[int]:
+        return sorted({s["board_size"] for s in self.dir.shards})
+
+    def count(self, board_size: int | None = None) -> int:
+        return sum(s["count"] for s in self.dir.shards
+                   if board_size is None or s["board_size"] == board_size)
+
+    def read_shard(self, entry: dict[str, Any]) -> LabelShard:
+        """One listed shard's arrays, checked (KosumiError naming the file and array)."""
+        where = self.path / entry["file"]
+        arrays = bytes_to_arrays(self.dir.read_shard(entry), where)
+        n = entry["board_size"]
+        m = entry["count"]
+        expected = {"keys": (m,), "policy": (m, n * n + 1), "value": (m, 3),
+                    "score_lead": (m,), "ownership": (m, n * n)}
+        for name, shape in expected.items():
+            a = arrays.get(name)
+            if a is None:
+                if name in ("score_lead", "ownership"):
+                    continue
+                raise KosumiError(f"{where}: corrupted shard (array {name!r} is missing)")
+            if a.shape != shape:
+                raise KosumiError(f"{where}: corrupted shard (array {name!r} has shape "
+                                  f"{list(a.shape)}, expected {list(shape)})")
+        if "positions" not in arrays or arrays["positions"].dtype != np.uint8:
+            raise KosumiError(f"{where}: corrupted shard (array 'positions' is missing)")
+        items = jsonl_to_positions(arrays["positions"].tobytes(), str(where))
+        if len(items) != m or [k for k, _ in items] != arrays["keys"].tolist():
+            raise KosumiError(f"{where}: corrupted shard (positions do not match 'keys')")
+        return LabelShard(
+            board_size=n, positions=[p for _, p in items],
+            keys=arrays["keys"], policy=arrays["policy"].astype(np.float32, copy=False),
+            value=arrays["value"].astype(np.float32, copy=False),
+            score_lead=arrays.get("score_lead"), ownership=arrays.get("ownership"),
+            teacher=entry["teacher"],
+        )
+
+    def shards(self, board_size: int | None = None) -> Iterator[LabelShard]:
+        """Each shard's arrays in manifest order (one shard in memory at a time)."""
+        for entry in self.dir.shards:
+            if board_size is None or entry["board_size"] == board_size:
+                yield self.read_shard(entry)
+
+    def records(self, board_size: int | None = None) -> Iterator[LabelRecord]:
+        """Every labelled position (of one board size, or all), in manifest order."""
+        for shard in self.shards(board_size):
+            yield from shard.records()
+
+    def keys(self) -> list[int]:
+        """The canonical keys of every labelled position, in order."""
+        return [int(k) for shard in self.shards() for k in shard.keys]
+
+
+# ---------------------------------------------------------------------------- labelling
+@dataclass
+class LabelStats:
+    """What a labelling run did."""
+
+    labelled: int = 0  # positions labelled by this run
+    shards: int = 0  # label shards written by this run
+    already: int = 0  # positions found labelled before the run
+    total: int = 0  # positions in the positions folder
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """One work unit: chunk ``chunk`` of the positions shard ``entry``."""
+
+    entry_index: int
+    board_size: int
+    positions_sha256: str
+    positions_file: str
+    chunk: int
+    start: int
+    stop: int
+
+    @property
+    def name(self) -> str:
+        return f"labels-{self.positions_sha256[:16]}-{self.chunk:05d}.npz.zst"
+
+
+def _encode_label_shard(items: Sequence[tuple[int, Position]], out: TeacherBatch) -> bytes:
+    arrays: dict[str, np.ndarray] = {
+        "keys": np.array([k for k, _ in items], dtype=np.uint64),
+        "positions": np.frombuffer(positions_to_jsonl(items), dtype=np.uint8),
+        "policy": out.policy, "value": out.value,
+    }
+    if out.score_lead is not None:
+        arrays["score_lead"] = out.score_lead
+    if out.ownership is not None:
+        arrays["ownership"] = out.ownership
+    return arrays_to_bytes(arrays)
+
+
+def _label_items(evaluator: Evaluator, items: Sequence[tuple[int, Position]], batch: int,
+                 on_batch: Callable[[int], None] | None = None) -> tuple[bytes, bool, bool]:
+    states = [p.to_state() for _, p in items]
+    out = label_states(evaluator, states, batch=batch, on_batch=on_batch)
+    return (_encode_label_shard(items, out), out.score_lead is not None,
+            out.ownership is not None)
+
+
+# worker processes (spawn): one teacher each
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(teacher_path: str, symmetries: int, threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+    _WORKER["teacher"] = open_teacher(teacher_path, symmetries=symmetries, threads=threads)
+
+
+def _worker_label(items: list[tuple[int, Position]], batch: int) -> tuple[bytes, bool, bool]:
+    return _label_items(_WORKER["teacher"], items, batch)
+
+
+def label_positions(
+    teacher: str | os.PathLike | Evaluator,
+    positions: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    teacher_info: dict[str, Any] | None = None,
+    symmetries: int = 1,
+    batch: int = DEFAULT_BATCH,
+    chunk_size: int | None = None,
+    workers: int = 1,
+    threads: int = 1,
+    allow_mixed_teachers: bool = False,
+    progress: bool = False,
+    max_shards: int | None = None,
+) -> LabelStats:
+    """Label every position of ``positions`` with ``teacher`` into the folder ``out``.
+
+    teacher       a model file (opened with ``open_teacher``), or an Evaluator (then
+                  ``teacher_info`` gives its identity, and ``workers`` must be 1)
+    symmetries    1..8: the teacher averages this many board symmetries
+    batch         positions per forward pass
+    chunk_size    positions per label shard (fixed by the folder once it has a manifest)
+    workers       processes, each with its own teacher (spawned)
+    allow_mixed_teachers  allow adding labels from a teacher other than the folder's
+    max_shards    stop after writing this many shards (tests; None = all)
+
+    Resumable (see the module docstring). KosumiError (one line) on a missing or corrupted
+    input, a manifest mismatch, a teacher that does not play a board size, or a mixed teacher.
+    """
+    if batch < 1:
+        raise KosumiError(f"--batch must be at least 1, not {batch}")
+    if workers < 1:
+        raise KosumiError(f"--workers must be at least 1, not {workers}")
+    if not 1 <= int(symmetries) <= 8:
+        raise KosumiError(f"--symmetries must be 1..8, not {symmetries}")
+    store = PositionStore(positions)
+    is_path = not isinstance(teacher, Evaluator)
+    if is_path:
+        identity = teacher_identity(teacher, symmetries)  # type: ignore[arg-type]
+        evaluator = open_teacher(teacher, symmetries, threads)  # type: ignore[arg-type]
+    else:
+        if workers != 1:
+            raise ValueError("label_positions: an Evaluator object needs workers=1")
+        evaluator = teacher  # type: ignore[assignment]
+        identity = dict(teacher_info or {"name": evaluator.name, "format": "evaluator",
+                                         "sha256": None, "symmetries": int(symmetries)})
+    for size in store.board_sizes():
+        if not evaluator.supports_size(size):
+            raise KosumiError(f"{store.dir.manifest_path}: the teacher "
+                              f"{identity.get('name')} does not play {size}x{size} "
+                              "(positions of that board size)")
+
+    labels = ShardDir(out, LABELS_FORMAT, create=True)
+    stats = LabelStats(total=len(store))
+    with labels.lock():
+        m = labels.manifest
+        m.setdefault("chunk_size", chunk_size or DEFAULT_CHUNK_SIZE)
+        m.setdefault("teachers", [])
+        _check_label_manifest(labels)
+        if chunk_size is not None and chunk_size != m["chunk_size"]:
+            raise KosumiError(f"{labels.manifest_path}: field 'chunk_size' is "
+                              f"{m['chunk_size']}, not the {chunk_size} asked for")
+        chunk = m["chunk_size"]
+        teachers = m["teachers"]
+        match = [i for i, t in enumerate(teachers) if same_teacher(t, identity)]
+        if match:
+            teacher_index = match[0]
+        else:
+            if teachers and not allow_mixed_teachers:
+                raise KosumiError(
+                    f"{labels.manifest_path}: labelled by teacher {_describe_teacher(teachers[0])}"
+                    f", not {_describe_teacher(identity)}; use --allow-mixed-teachers to add "
+                    "labels from a different teacher")
+            teacher_index = len(teachers)
+
+        done = {(s["positions_sha256"], s["chunk"]) for s in labels.shards}
+        units: list[_Unit] = []
+        for i, entry in enumerate(store.shards):
+            for c in range(math.ceil(entry["count"] / chunk)):
+                u = _Unit(i, entry["board_size"], entry["sha256"], entry["file"], c,
+                          c * chunk, min(entry["count"], (c + 1) * chunk))
+                if (u.positions_sha256, u.chunk) in done:
+                    stats.already += u.stop - u.start
+                else:
+                    units.append(u)
+        if max_shards is not None:
+            units = units[:max_shards]
+        todo = sum(u.stop - u.start for u in units)
+
+        def commit(u: _Unit, payload: bytes, has_score: bool, has_own: bool) -> None:
+            if teacher_index == len(teachers):  # the first shard of a new teacher
+                teachers.append(identity)
+                if teacher_index > 0:
+                    m["allow_mixed_teachers"] = True
+            labels.add_shard(u.name, payload, {
+                "count": u.stop - u.start, "board_size": u.board_size,
+                "teacher": teacher_index, "positions_sha256": u.positions_sha256,
+                "positions_file": u.positions_file, "chunk": u.chunk,
+                "has_score_lead": has_score, "has_ownership": has_own,
+            })
+            stats.shards += 1
+            stats.labelled += u.stop - u.start
+
+        from kosumi.progress import progress_bar
+
+        cache: dict[int, list[tuple[int, Position]]] = {}
+
+        def items_of(u: _Unit) -> list[tuple[int, Position]]:
+            if u.entry_index not in cache:
+                cache.clear()
+                cache[u.entry_index] = store.read_shard(store.shards[u.entry_index])
+            return cache[u.entry_index][u.start : u.stop]
+
+        with progress_bar(todo, "labelling", unit="pos", enabled=progress) as bar:
+            if workers == 1:
+                for u in units:
+                    payload, hs, ho = _label_items(evaluator, items_of(u), batch,
+                                                   on_batch=bar.advance)
+                    commit(u, payload, hs, ho)
+            else:
+                evaluator.close()
+                _run_workers(units, items_of, commit, bar, str(teacher), symmetries, threads,
+                             batch, workers)
+    return stats
+
+
+def _run_workers(units, items_of, commit, bar, teacher_path, symmetries, threads, batch,
+                 workers) -> None:
+    """Label ``units`` in ``workers`` spawned processes, committing as results arrive (at most
+    two units in flight per worker, so memory stays bounded)."""
+    import multiprocessing as mp
+    from collections import deque
+
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(workers, initializer=_worker_init,
+                  initargs=(teacher_path, symmetries, threads)) as pool:
+        pending: deque = deque()
+        queue = list(units)
+        while queue or pending:
+            while queue and len(pending) < 2 * workers:
+                u = queue.pop(0)
+                pending.append((u, pool.apply_async(_worker_label, (items_of(u), batch))))
+            u, result = pending.popleft()
+            payload, hs, ho = result.get()
+            commit(u, payload, hs, ho)
+            bar.advance(u.stop - u.start)

@@ -1,0 +1,783 @@
+"""KataGo model files (``.bin.gz``, ``.txt.gz``, ``.bin``, ``.txt``): reader and PyTorch network.
+
+The format (facts from KataGo's public sources; this is an independent implementation): a stream
+of whitespace-separated ASCII tokens, optionally gzipped. Every float block is either ``@BIN@``
+directly followed by N little-endian float32 values (``.bin``) or N ASCII floats (``.txt``);
+the count N always follows from the shapes read just before. Both float styles are recognised
+from the content, as is gzip, so the file name does not matter.
+
+Supported: model version 8 (KataGo's g170 nets, input features V7: 22 spatial + 19 global).
+Layout of a version-8 file::
+
+    name version numInputChannels numInputGlobalChannels
+    trunk numBlocks trunkC midC regularC dilatedC gpoolC
+      conv (initial, e.g. 5x5 22->trunkC), matmul (globals -> trunkC)
+      numBlocks x (ordinary_block | gpool_block) name + layers
+      BN (trunk tip), activation
+    policy head: name, conv p1, conv g1, BN g1, act, matmul gpool->bias, BN p1, act, conv p2,
+                 matmul gpool->pass
+    value head:  name, conv v1, BN v1, act, matmul v2, bias v2, act, matmul v3, bias v3 (3),
+                 matmul sv3, bias sv3 (4), conv ownership
+
+Layer records: conv ``name ky kx ic oc dilY dilX`` + floats [y][x][ic][oc]; BN ``name C eps
+hasScale hasBias`` + mean, var, [scale], [bias]; matmul ``name ic oc`` + floats [ic][oc]; matbias
+``name C`` + floats; activation: a name only (always ReLU before version 11).
+
+Every problem -- not gzip/truncated, wrong version, a shape that does not fit, NaN/inf, a count
+larger than the file -- raises ``KosumiError`` with ONE line naming the file and the layer.
+Sizes are checked against the bytes left before anything is allocated, and decompression is
+capped, so a corrupt file can neither hang the reader nor exhaust memory.
+
+Public API:
+
+``read_katago(path) -> KataGoModelDesc``   parse and validate (numpy weights, no torch)
+``build_katago_net(desc) -> KataGoNet``     the torch ``nn.Module`` (inference)
+``load_katago(path) -> KataGoNet``          both
+``is_katago_file(path) -> bool``            cheap, gzip-aware sniff of the header
+``describe_katago(path) -> dict``           format, version, blocks, channels, parameters, ...
+
+``KataGoNet.forward(planes, globals)`` takes V7 features (``kosumi.nets.katago_features``) at the
+board's exact size (channel 0 = on board) and returns RAW outputs from the side to move's view:
+``policy`` [B, N*N+1] logits (row-major from the top-left point, then pass), ``value`` [B, 3]
+win/loss/noResult logits, ``score`` [B, 4] raw (score mean/20, pre-softplus stdev/20, lead/20,
+pre-softplus variance of time left/40) and ``ownership`` [B, N*N] pre-tanh. The postprocessing
+KataGo applies lives in ``kosumi.runtime.katago_evaluator``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kosumi.errors import KosumiError
+
+SUPPORTED_VERSIONS = (8,)
+#: input features of each supported model version: (name, spatial planes, global inputs)
+INPUT_FEATURES = {8: ("katago_v7", 22, 19)}
+MAX_DECOMPRESSED_BYTES = 1 << 30  # a real KataGo net is far below this (b40c256: ~190 MB)
+MAX_CHANNELS = 16384
+MAX_KERNEL = 31
+MAX_BLOCKS = 1024
+_GZIP_MAGIC = b"\x1f\x8b"
+_WHITESPACE = b" \t\n\r\x0b\x0c"
+_NAME_RE = re.compile(rb"[\x21-\x7e]{1,256}")
+
+
+# ================================================================================ descriptions
+@dataclass
+class ConvDesc:
+    """A convolution: ``weight`` float32 [oc, ic, ky, kx] (PyTorch order), no bias."""
+
+    name: str
+    ky: int
+    kx: int
+    ic: int
+    oc: int
+    dil_y: int
+    dil_x: int
+    weight: np.ndarray
+
+    @property
+    def num_parameters(self) -> int:
+        return int(self.weight.size)
+
+
+@dataclass
+class BNDesc:
+    """A batch norm, y = (x - mean) / sqrt(var + eps) * scale + bias (fixup nets: mean 0, var 1)."""
+
+    name: str
+    channels: int
+    eps: float
+    has_scale: bool
+    has_bias: bool
+    mean: np.ndarray
+    var: np.ndarray
+    scale: np.ndarray
+    bias: np.ndarray
+
+    @property
+    def num_parameters(self) -> int:
+        """Learned values only (scale, bias), as KataGo counts them."""
+        return self.channels * (int(self.has_scale) + int(self.has_bias))
+
+    def merged(self) -> tuple[np.ndarray, np.ndarray]:
+        """(multiplier, offset) float32 [C]: y = x * multiplier + offset."""
+        mult = self.scale.astype(np.float64) / np.sqrt(self.var.astype(np.float64) + self.eps)
+        off = self.bias.astype(np.float64) - mult * self.mean.astype(np.float64)
+        return mult.astype(np.float32), off.astype(np.float32)
+
+
+@dataclass
+class MatMulDesc:
+    """A dense layer without bias: ``weight`` float32 [ic, oc] (y = x @ weight)."""
+
+    name: str
+    ic: int
+    oc: int
+    weight: np.ndarray
+
+    @property
+    def num_parameters(self) -> int:
+        return int(self.weight.size)
+
+
+@dataclass
+class MatBiasDesc:
+    """A bias vector added after a ``MatMulDesc``."""
+
+    name: str
+    channels: int
+    bias: np.ndarray
+
+    @property
+    def num_parameters(self) -> int:
+        return int(self.bias.size)
+
+
+@dataclass
+class BlockDesc:
+    """A residual block: ``kind`` "ordinary" (pre_bn, conv1, mid_bn, conv2) or "gpool"
+    (pre_bn, conv1 = regular conv, gpool_conv, gpool_bn, gpool_mul, mid_bn, conv2)."""
+
+    kind: str
+    name: str
+    pre_bn: BNDesc
+    conv1: ConvDesc
+    mid_bn: BNDesc
+    conv2: ConvDesc
+    gpool_conv: ConvDesc | None = None
+    gpool_bn: BNDesc | None = None
+    gpool_mul: MatMulDesc | None = None
+
+    def layers(self) -> list[Any]:
+        extra = [self.gpool_conv, self.gpool_bn, self.gpool_mul] if self.kind == "gpool" else []
+        return [self.pre_bn, self.conv1, *extra, self.mid_bn, self.conv2]
+
+
+@dataclass
+class KataGoModelDesc:
+    """A parsed KataGo model: header, trunk, policy head, value head (numpy float32 weights)."""
+
+    path: str
+    name: str
+    version: int
+    binary: bool
+    gzipped: bool
+    num_input_channels: int
+    num_input_globals: int
+    trunk_channels: int
+    mid_channels: int
+    regular_channels: int
+    dilated_channels: int
+    gpool_channels: int
+    initial_conv: ConvDesc
+    initial_matmul: MatMulDesc
+    blocks: list[BlockDesc]
+    trunk_tip_bn: BNDesc
+    # policy head
+    p1_conv: ConvDesc
+    g1_conv: ConvDesc
+    g1_bn: BNDesc
+    g1_to_bias: MatMulDesc
+    p1_bn: BNDesc
+    p2_conv: ConvDesc
+    g1_to_pass: MatMulDesc
+    # value head
+    v1_conv: ConvDesc
+    v1_bn: BNDesc
+    v2_mul: MatMulDesc
+    v2_bias: MatBiasDesc
+    v3_mul: MatMulDesc
+    v3_bias: MatBiasDesc
+    sv3_mul: MatMulDesc
+    sv3_bias: MatBiasDesc
+    ownership_conv: ConvDesc
+
+    def all_layers(self) -> list[Any]:
+        out: list[Any] = [self.initial_conv, self.initial_matmul]
+        for b in self.blocks:
+            out.extend(b.layers())
+        out += [self.trunk_tip_bn, self.p1_conv, self.g1_conv, self.g1_bn, self.g1_to_bias,
+                self.p1_bn, self.p2_conv, self.g1_to_pass, self.v1_conv, self.v1_bn, self.v2_mul,
+                self.v2_bias, self.v3_mul, self.v3_bias, self.sv3_mul, self.sv3_bias,
+                self.ownership_conv]
+        return out
+
+    @property
+    def num_parameters(self) -> int:
+        """Parameters as KataGo counts them (conv/matmul weights, biases, BN scale/bias)."""
+        return sum(layer.num_parameters for layer in self.all_layers())
+
+    @property
+    def features(self) -> str:
+        return INPUT_FEATURES[self.version][0]
+
+    def arch(self) -> str:
+        return f"b{len(self.blocks)}c{self.trunk_channels}"
+
+
+# ================================================================================ tokens
+class _Stream:
+    """Tokens and float blocks of a decompressed KataGo model, with positions for messages."""
+
+    def __init__(self, data: bytes, path: str):
+        self.data = data
+        self.pos = 0
+        self.path = path
+        self.binary: bool | None = None  # decided by the first float block
+
+    def fail(self, layer: str, what: str) -> KosumiError:
+        where = f" (layer {layer})" if layer else ""
+        return KosumiError(f"{self.path}: invalid KataGo model{where}: {what}")
+
+    def token(self, layer: str, what: str) -> bytes:
+        data, n = self.data, len(self.data)
+        i = self.pos
+        while i < n and data[i] in _WHITESPACE:
+            i += 1
+        j = i
+        while j < n and data[j] not in _WHITESPACE:
+            j += 1
+            if j - i > 512:
+                raise self.fail(layer, f"expected {what}, found a token longer than 512 bytes")
+        if i == j:
+            raise self.fail(layer, f"file ends where {what} was expected (truncated?)")
+        self.pos = j
+        return data[i:j]
+
+    def name(self, layer: str, what: str) -> str:
+        tok = self.token(layer, what)
+        if not _NAME_RE.fullmatch(tok):
+            raise self.fail(layer, f"expected {what}, found non-text bytes")
+        return tok.decode("ascii")
+
+    def int(self, layer: str, what: str, lo: int, hi: int) -> int:
+        tok = self.token(layer, what)
+        try:
+            value = int(tok.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            shown = tok[:20].decode("ascii", "replace")
+            raise self.fail(layer, f"expected {what} (an integer), found {shown!r}") from None
+        if not lo <= value <= hi:
+            raise self.fail(layer, f"{what} = {value} is out of range {lo}..{hi}")
+        return value
+
+    def float(self, layer: str, what: str) -> float:
+        tok = self.token(layer, what)
+        try:
+            value = float(tok.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            shown = tok[:20].decode("ascii", "replace")
+            raise self.fail(layer, f"expected {what} (a number), found {shown!r}") from None
+        return value
+
+    def _text_floats(self, start: int, count: int, layer: str, what: str) -> np.ndarray:
+        """``count`` ASCII floats from ``start`` (vectorised: split a slice, convert at once)."""
+        data, n = self.data, len(self.data)
+        # every ASCII float takes at least 2 bytes (a digit and a separator)
+        if 2 * count > n - start + 1:
+            raise self.fail(layer, f"file ends inside the {what} values (truncated?)")
+        span = 48 * count + 64
+        while True:
+            chunk = data[start : start + span]
+            toks = chunk.split(None, count)
+            if len(toks) > count or start + span >= n:
+                break
+            span *= 4  # unusually long tokens: look further
+        if len(toks) < count:
+            raise self.fail(layer, f"file ends inside the {what} values: need {count}, found "
+                                   f"{len(toks)} (truncated?)")
+        rest = toks[count] if len(toks) > count else b""
+        self.pos = start + len(chunk) - len(rest)
+        try:
+            return np.array(toks[:count]).astype(np.float32)
+        except ValueError:
+            for k, tok in enumerate(toks[:count]):
+                try:
+                    float(tok)
+                except ValueError:
+                    shown = tok[:20].decode("ascii", "replace")
+                    raise self.fail(layer, f"{what} value {k + 1} of {count} is {shown!r}, "
+                                           "not a number") from None
+            raise
+
+    def floats(self, count: int, layer: str, what: str) -> np.ndarray:
+        """A float block of ``count`` values (binary ``@BIN@`` or text), checked finite."""
+        data, n = self.data, len(self.data)
+        i = self.pos
+        skipped = 0
+        while i < n and data[i] in _WHITESPACE:
+            i += 1
+            skipped += 1
+            if skipped > 100:
+                raise self.fail(layer, f"too much whitespace before the {what} values")
+        if i >= n:
+            raise self.fail(layer, f"file ends before the {what} values (truncated?)")
+        binary = data[i] == 0x40  # '@'
+        if self.binary is None:
+            self.binary = binary
+        elif binary != self.binary:
+            kind = "binary (@BIN@)" if self.binary else "text"
+            raise self.fail(layer, f"the {what} values are not {kind} like the earlier blocks")
+        if binary:
+            if data[i : i + 5] != b"@BIN@":
+                raise self.fail(layer, f"bad binary block marker before the {what} values")
+            start = i + 5
+            end = start + 4 * count
+            if end > n:
+                raise self.fail(layer, f"file ends inside the {what} values: need {count} "
+                                       f"float32, {max(0, (n - start) // 4)} left (truncated?)")
+            values = np.frombuffer(data, dtype="<f4", count=count, offset=start).astype(np.float32)
+            self.pos = end
+        else:
+            values = self._text_floats(i, count, layer, what)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise self.fail(layer, f"{what} value {k + 1} of {count} is {values[k]} "
+                                   "(NaN or infinite)")
+        return values
+
+
+# ================================================================================ layer readers
+def _read_conv(s: _Stream, expect_in: int | None = None, expect_out: int | None = None,
+               role: str = "conv") -> ConvDesc:
+    name = s.name("", f"the name of the {role} layer")
+    ky = s.int(name, "kernel height", 1, MAX_KERNEL)
+    kx = s.int(name, "kernel width", 1, MAX_KERNEL)
+    ic = s.int(name, "input channels", 1, MAX_CHANNELS)
+    oc = s.int(name, "output channels", 1, MAX_CHANNELS)
+    dy = s.int(name, "vertical dilation", 1, 64)
+    dx = s.int(name, "horizontal dilation", 1, 64)
+    if ky % 2 == 0 or kx % 2 == 0:
+        raise s.fail(name, f"convolution kernel {ky}x{kx} must have odd sizes")
+    if expect_in is not None and ic != expect_in:
+        raise s.fail(name, f"{role} has {ic} input channels, expected {expect_in}")
+    if expect_out is not None and oc != expect_out:
+        raise s.fail(name, f"{role} has {oc} output channels, expected {expect_out}")
+    w = s.floats(ky * kx * ic * oc, name, "convolution weight")
+    weight = np.ascontiguousarray(w.reshape(ky, kx, ic, oc).transpose(3, 2, 0, 1))
+    return ConvDesc(name, ky, kx, ic, oc, dy, dx, weight)
+
+
+def _read_bn(s: _Stream, expect: int | None = None, role: str = "batch norm") -> BNDesc:
+    name = s.name("", f"the name of the {role} layer")
+    c = s.int(name, "channels", 1, MAX_CHANNELS)
+    eps = s.float(name, "epsilon")
+    has_scale = s.int(name, "hasScale flag", 0, 1)
+    has_bias = s.int(name, "hasBias flag", 0, 1)
+    if not (np.isfinite(eps) and eps > 0):
+        raise s.fail(name, f"batch norm epsilon {eps} is not positive and finite")
+    if expect is not None and c != expect:
+        raise s.fail(name, f"{role} has {c} channels, expected {expect}")
+    mean = s.floats(c, name, "batch norm mean")
+    var = s.floats(c, name, "batch norm variance")
+    if (var + eps <= 0).any():
+        raise s.fail(name, "batch norm variance + epsilon is not positive")
+    scale = s.floats(c, name, "batch norm scale") if has_scale else np.ones(c, np.float32)
+    bias = s.floats(c, name, "batch norm bias") if has_bias else np.zeros(c, np.float32)
+    return BNDesc(name, c, eps, bool(has_scale), bool(has_bias), mean, var, scale, bias)
+
+
+def _read_act(s: _Stream, version: int) -> str:
+    name = s.name("", "the name of an activation layer")
+    if version >= 11:  # pragma: no cover - only version 8 is accepted today
+        s.name(name, "the activation kind")
+    return name
+
+
+def _read_matmul(s: _Stream, expect_in: int | None = None, expect_out: int | None = None,
+                 role: str = "matmul") -> MatMulDesc:
+    name = s.name("", f"the name of the {role} layer")
+    ic = s.int(name, "input channels", 1, MAX_CHANNELS)
+    oc = s.int(name, "output channels", 1, MAX_CHANNELS)
+    if expect_in is not None and ic != expect_in:
+        raise s.fail(name, f"{role} has {ic} input channels, expected {expect_in}")
+    if expect_out is not None and oc != expect_out:
+        raise s.fail(name, f"{role} has {oc} output channels, expected {expect_out}")
+    w = s.floats(ic * oc, name, "matmul weight").reshape(ic, oc)
+    return MatMulDesc(name, ic, oc, w)
+
+
+def _read_matbias(s: _Stream, expect: int | None = None, role: str = "bias") -> MatBiasDesc:
+    name = s.name("", f"the name of the {role} layer")
+    c = s.int(name, "channels", 1, MAX_CHANNELS)
+    if expect is not None and c != expect:
+        raise s.fail(name, f"{role} has {c} channels, expected {expect}")
+    return MatBiasDesc(name, c, s.floats(c, name, "bias"))
+
+
+def _read_block(s: _Stream, version: int, trunk_c: int) -> BlockDesc:
+    kind_tok = s.name("", "a residual block kind")
+    if kind_tok not in ("ordinary_block", "gpool_block"):
+        raise s.fail("", f"unknown block kind {kind_tok!r} (version {version} nets have "
+                         "ordinary_block and gpool_block)")
+    name = s.name("", "a residual block name")
+    pre_bn = _read_bn(s, trunk_c, f"block {name} pre-activation batch norm")
+    _read_act(s, version)
+    if kind_tok == "ordinary_block":
+        conv1 = _read_conv(s, trunk_c, None, f"block {name} first conv")
+        mid_bn = _read_bn(s, conv1.oc, f"block {name} middle batch norm")
+        _read_act(s, version)
+        conv2 = _read_conv(s, conv1.oc, trunk_c, f"block {name} second conv")
+        return BlockDesc("ordinary", name, pre_bn, conv1, mid_bn, conv2)
+    conv1 = _read_conv(s, trunk_c, None, f"block {name} regular conv")
+    gconv = _read_conv(s, trunk_c, None, f"block {name} gpool conv")
+    gbn = _read_bn(s, gconv.oc, f"block {name} gpool batch norm")
+    _read_act(s, version)
+    gmul = _read_matmul(s, 3 * gconv.oc, conv1.oc, f"block {name} gpool-to-bias matmul")
+    mid_bn = _read_bn(s, conv1.oc, f"block {name} middle batch norm")
+    _read_act(s, version)
+    conv2 = _read_conv(s, conv1.oc, trunk_c, f"block {name} final conv")
+    return BlockDesc("gpool", name, pre_bn, conv1, mid_bn, conv2, gconv, gbn, gmul)
+
+
+# ================================================================================ file level
+def _decompress(raw: bytes, path: str) -> bytes:
+    """gunzip (all members) with a size cap; KosumiError on corrupt or truncated data."""
+    out = []
+    total = 0
+    data = raw
+    while data:
+        d = zlib.decompressobj(wbits=31)
+        try:
+            while True:
+                chunk = d.decompress(data, 1 << 24)
+                total += len(chunk)
+                if total > MAX_DECOMPRESSED_BYTES:
+                    raise KosumiError(f"{path}: invalid KataGo model: decompresses to more than "
+                                      f"{MAX_DECOMPRESSED_BYTES >> 20} MiB")
+                out.append(chunk)
+                data = d.unconsumed_tail
+                if d.eof or not data:
+                    break
+        except zlib.error as e:
+            raise KosumiError(f"{path}: invalid KataGo model: corrupt gzip data ({e})") from None
+        if not d.eof:
+            raise KosumiError(f"{path}: invalid KataGo model: the gzip stream is truncated")
+        data = d.unused_data
+        if data and not data.startswith(_GZIP_MAGIC):
+            if data.strip(b"\x00"):
+                raise KosumiError(f"{path}: invalid KataGo model: trailing garbage after the "
+                                  "gzip stream")
+            break
+    return b"".join(out)
+
+
+def _read_bytes(path: str | os.PathLike) -> tuple[bytes, bool]:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise KosumiError(f"{path}: cannot read model file ({e.strerror or e})") from None
+    if raw.startswith(_GZIP_MAGIC):
+        return _decompress(raw, str(path)), True
+    return raw, False
+
+
+def parse_katago(data: bytes, path: str = "<memory>", gzipped: bool = False) -> KataGoModelDesc:
+    """Parse a decompressed KataGo model (see the module docstring). Raises KosumiError."""
+    s = _Stream(data, str(path))
+    try:
+        name = s.name("", "the model name")
+        version = s.int("header", "the model version", -(10**9), 10**9)
+    except KosumiError:
+        raise KosumiError(f"{path}: not a KataGo model (a KataGo model starts with: name, "
+                          "version, spatial inputs, global inputs)") from None
+    if version not in SUPPORTED_VERSIONS:
+        supported = ", ".join(map(str, SUPPORTED_VERSIONS))
+        raise KosumiError(f"{path}: KataGo model version {version} is not supported "
+                          f"(supported: {supported})")
+    n_in = s.int("header", "numInputChannels", 1, 4096)
+    n_glob = s.int("header", "numInputGlobalChannels", 1, 4096)
+    _, exp_in, exp_glob = INPUT_FEATURES[version]
+    if (n_in, n_glob) != (exp_in, exp_glob):
+        raise s.fail("header", f"a version-{version} net takes {exp_in} spatial and {exp_glob} "
+                               f"global inputs, the file says {n_in} and {n_glob}")
+
+    trunk_name = s.name("trunk", "the trunk name")
+    num_blocks = s.int(trunk_name, "numBlocks", 1, MAX_BLOCKS)
+    trunk_c = s.int(trunk_name, "trunk channels", 1, MAX_CHANNELS)
+    mid_c = s.int(trunk_name, "mid channels", 1, MAX_CHANNELS)
+    regular_c = s.int(trunk_name, "regular channels", 1, MAX_CHANNELS)
+    dilated_c = s.int(trunk_name, "dilated channels", 0, MAX_CHANNELS)
+    gpool_c = s.int(trunk_name, "gpool channels", 1, MAX_CHANNELS)
+    init_conv = _read_conv(s, n_in, trunk_c, "initial conv")
+    init_mm = _read_matmul(s, n_glob, trunk_c, "initial global matmul")
+    blocks = [_read_block(s, version, trunk_c) for _ in range(num_blocks)]
+    tip_bn = _read_bn(s, trunk_c, "trunk tip batch norm")
+    _read_act(s, version)
+
+    # policy head
+    s.name("policy head", "the policy head name")
+    p1 = _read_conv(s, trunk_c, None, "policy p1 conv")
+    g1 = _read_conv(s, trunk_c, None, "policy g1 conv")
+    g1_bn = _read_bn(s, g1.oc, "policy g1 batch norm")
+    _read_act(s, version)
+    g1_bias = _read_matmul(s, 3 * g1.oc, p1.oc, "policy gpool-to-bias matmul")
+    p1_bn = _read_bn(s, p1.oc, "policy p1 batch norm")
+    _read_act(s, version)
+    p2 = _read_conv(s, p1.oc, 1, "policy p2 conv")
+    g1_pass = _read_matmul(s, 3 * g1.oc, 1, "policy gpool-to-pass matmul")
+
+    # value head
+    s.name("value head", "the value head name")
+    v1 = _read_conv(s, trunk_c, None, "value v1 conv")
+    v1_bn = _read_bn(s, v1.oc, "value v1 batch norm")
+    _read_act(s, version)
+    v2 = _read_matmul(s, 3 * v1.oc, None, "value v2 matmul")
+    v2b = _read_matbias(s, v2.oc, "value v2 bias")
+    _read_act(s, version)
+    v3 = _read_matmul(s, v2.oc, 3, "value v3 matmul")
+    v3b = _read_matbias(s, 3, "value v3 bias")
+    sv3 = _read_matmul(s, v2.oc, 4, "score sv3 matmul")
+    sv3b = _read_matbias(s, 4, "score sv3 bias")
+    own = _read_conv(s, v1.oc, 1, "ownership conv")
+
+    rest = data[s.pos :].strip()
+    if rest:
+        raise s.fail("end", f"{len(rest)} unexpected bytes after the value head")
+    return KataGoModelDesc(
+        path=str(path), name=name, version=version, binary=bool(s.binary), gzipped=gzipped,
+        num_input_channels=n_in, num_input_globals=n_glob, trunk_channels=trunk_c,
+        mid_channels=mid_c, regular_channels=regular_c, dilated_channels=dilated_c,
+        gpool_channels=gpool_c, initial_conv=init_conv, initial_matmul=init_mm, blocks=blocks,
+        trunk_tip_bn=tip_bn, p1_conv=p1, g1_conv=g1, g1_bn=g1_bn, g1_to_bias=g1_bias,
+        p1_bn=p1_bn, p2_conv=p2, g1_to_pass=g1_pass, v1_conv=v1, v1_bn=v1_bn, v2_mul=v2,
+        v2_bias=v2b, v3_mul=v3, v3_bias=v3b, sv3_mul=sv3, sv3_bias=sv3b, ownership_conv=own,
+    )
+
+
+def read_katago(path: str | os.PathLike) -> KataGoModelDesc:
+    """Read and validate a KataGo model file (gzip and binary/text detected from content)."""
+    data, gz = _read_bytes(path)
+    return parse_katago(data, str(path), gzipped=gz)
+
+
+# ================================================================================ sniffing
+def _head_bytes(path: str | os.PathLike, limit: int = 1024) -> bytes:
+    """The first ``limit`` bytes of the (decompressed) file; b"" when unreadable."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(65536)
+    except OSError:
+        return b""
+    if not raw.startswith(_GZIP_MAGIC):
+        return raw[:limit]
+    d = zlib.decompressobj(wbits=31)
+    try:
+        return d.decompress(raw, limit)
+    except zlib.error:
+        return b""
+
+
+def sniff_katago(head: bytes) -> bool:
+    """Do these first (decompressed) bytes look like a KataGo model header?
+
+    ``name version numInputs numGlobals`` followed, within the next few tokens, by the trunk."""
+    toks = head.split()[:24]
+    if len(toks) < 5 or not _NAME_RE.fullmatch(toks[0]):
+        return False
+    if not all(t.isdigit() for t in toks[1:4]):
+        return False
+    return 1 <= int(toks[1]) <= 99 and b"trunk" in toks[4:]
+
+
+def is_katago_file(path: str | os.PathLike) -> bool:
+    """Cheap check: is ``path`` a KataGo model (any version; gzipped or not)?"""
+    return sniff_katago(_head_bytes(path))
+
+
+# ================================================================================ description
+def describe_katago(path: str | os.PathLike) -> dict[str, Any]:
+    """What ``kosumi inspect`` shows for a KataGo model. Raises KosumiError on a bad file."""
+    desc = read_katago(path)
+    return describe_desc(desc)
+
+
+def describe_desc(desc: KataGoModelDesc) -> dict[str, Any]:
+    kinds = [b.kind for b in desc.blocks]
+    fmt = "KataGo " + ("binary" if desc.binary else "text") + (" (gzip)" if desc.gzipped else "")
+    return {
+        "format": fmt,
+        "name": desc.name,
+        "version": desc.version,
+        "arch": desc.arch(),
+        "blocks": len(desc.blocks),
+        "block_kinds": {"ordinary": kinds.count("ordinary"), "gpool": kinds.count("gpool")},
+        "channels": {
+            "trunk": desc.trunk_channels, "mid": desc.mid_channels,
+            "regular": desc.regular_channels, "gpool": desc.gpool_channels,
+            "policy": desc.p1_conv.oc, "policy_gpool": desc.g1_conv.oc,
+            "value": desc.v1_conv.oc, "value_hidden": desc.v2_mul.oc,
+        },
+        "parameters": desc.num_parameters,
+        "input_features": {"name": desc.features, "spatial": desc.num_input_channels,
+                           "global": desc.num_input_globals},
+        "heads": {
+            "policy": "N*N points + pass (logits; illegal points masked before the softmax)",
+            "value": "win / loss / noResult (softmax)",
+            "score": "score mean, score stdev, lead, variance of time left (x20, softplus x20, "
+                     "x20, softplus x40)",
+            "ownership": "per point, tanh; +1 = the side to move owns it",
+        },
+        "board_sizes": list(range(2, 20)),
+    }
+
+
+# ================================================================================ torch network
+def build_katago_net(desc: KataGoModelDesc) -> Any:
+    """The torch module for a parsed model (float32, eval mode, no gradients)."""
+    return _net_class()(desc)
+
+
+def load_katago(path: str | os.PathLike) -> Any:
+    """Read ``path`` and build its network."""
+    return build_katago_net(read_katago(path))
+
+
+def _make_net_class():
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    def conv_module(c: ConvDesc) -> nn.Conv2d:
+        m = nn.Conv2d(c.ic, c.oc, (c.ky, c.kx), padding=(c.dil_y * (c.ky // 2),
+                      c.dil_x * (c.kx // 2)), dilation=(c.dil_y, c.dil_x), bias=False)
+        with torch.no_grad():
+            m.weight.copy_(torch.from_numpy(c.weight))
+        return m
+
+    class Affine(nn.Module):
+        """A folded batch norm: y = x * mult + off (per channel)."""
+
+        def __init__(self, bn: BNDesc):
+            super().__init__()
+            mult, off = bn.merged()
+            self.register_buffer("mult", torch.from_numpy(mult).view(1, -1, 1, 1))
+            self.register_buffer("off", torch.from_numpy(off).view(1, -1, 1, 1))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.addcmul(self.off, x, self.mult)
+
+    def linear(mm: MatMulDesc, bias: MatBiasDesc | None = None) -> nn.Linear:
+        m = nn.Linear(mm.ic, mm.oc, bias=bias is not None)
+        with torch.no_grad():
+            m.weight.copy_(torch.from_numpy(np.ascontiguousarray(mm.weight.T)))
+            if bias is not None:
+                m.bias.copy_(torch.from_numpy(bias.bias))
+        return m
+
+    def gpool(x: torch.Tensor, area: torch.Tensor) -> torch.Tensor:
+        """[mean, mean * (sqrt(area) - 14) / 10, max] over the board -> [B, 3C]."""
+        mean = x.sum(dim=(2, 3)) / area
+        mx = x.amax(dim=(2, 3))
+        return torch.cat((mean, mean * ((area.sqrt() - 14.0) / 10.0), mx), dim=1)
+
+    def value_pool(x: torch.Tensor, area: torch.Tensor) -> torch.Tensor:
+        """[mean, mean * (sqrt(area) - 14) / 10, mean * ((sqrt(area) - 14)^2 / 100 - 0.1)]."""
+        mean = x.sum(dim=(2, 3)) / area
+        off = area.sqrt() - 14.0
+        return torch.cat((mean, mean * (off / 10.0), mean * (off * off / 100.0 - 0.1)), dim=1)
+
+    class Block(nn.Module):
+        def __init__(self, b: BlockDesc):
+            super().__init__()
+            self.gpool = b.kind == "gpool"
+            self.pre = Affine(b.pre_bn)
+            self.conv1 = conv_module(b.conv1)
+            self.mid = Affine(b.mid_bn)
+            self.conv2 = conv_module(b.conv2)
+            if self.gpool:
+                assert b.gpool_conv is not None and b.gpool_bn is not None
+                assert b.gpool_mul is not None
+                self.gconv = conv_module(b.gpool_conv)
+                self.gbn = Affine(b.gpool_bn)
+                self.gmul = linear(b.gpool_mul)
+
+        def forward(self, x: torch.Tensor, area: torch.Tensor) -> torch.Tensor:
+            y = F.relu(self.pre(x))
+            if self.gpool:
+                g = F.relu(self.gbn(self.gconv(y)))
+                a = self.conv1(y) + self.gmul(gpool(g, area))[:, :, None, None]
+            else:
+                a = self.conv1(y)
+            return x + self.conv2(F.relu(self.mid(a)))
+
+    class KataGoNet(nn.Module):
+        """KataGo's version-8 residual net (see the module docstring for inputs/outputs)."""
+
+        def __init__(self, desc: KataGoModelDesc):
+            super().__init__()
+            self.desc_name = desc.name
+            self.version = desc.version
+            self.num_input_channels = desc.num_input_channels
+            self.num_input_globals = desc.num_input_globals
+            self.conv1 = conv_module(desc.initial_conv)
+            self.global_in = linear(desc.initial_matmul)
+            self.blocks = nn.ModuleList(Block(b) for b in desc.blocks)
+            self.tip = Affine(desc.trunk_tip_bn)
+            self.p1 = conv_module(desc.p1_conv)
+            self.g1 = conv_module(desc.g1_conv)
+            self.g1_bn = Affine(desc.g1_bn)
+            self.g1_bias = linear(desc.g1_to_bias)
+            self.p1_bn = Affine(desc.p1_bn)
+            self.p2 = conv_module(desc.p2_conv)
+            self.g1_pass = linear(desc.g1_to_pass)
+            self.v1 = conv_module(desc.v1_conv)
+            self.v1_bn = Affine(desc.v1_bn)
+            self.v2 = linear(desc.v2_mul, desc.v2_bias)
+            self.v3 = linear(desc.v3_mul, desc.v3_bias)
+            self.sv3 = linear(desc.sv3_mul, desc.sv3_bias)
+            self.own = conv_module(desc.ownership_conv)
+            self.eval()
+            for p in self.parameters():
+                p.requires_grad_(False)
+
+        def forward(self, planes: torch.Tensor, globals: torch.Tensor) -> dict[str, torch.Tensor]:
+            bsz = planes.shape[0]
+            area = planes[:, 0].sum(dim=(1, 2)).unsqueeze(1)  # [B, 1] on-board points
+            x = self.conv1(planes) + self.global_in(globals)[:, :, None, None]
+            for block in self.blocks:
+                x = block(x, area)
+            x = F.relu(self.tip(x))
+            # policy
+            g = F.relu(self.g1_bn(self.g1(x)))
+            gp = gpool(g, area)
+            p = self.p1(x) + self.g1_bias(gp)[:, :, None, None]
+            p = self.p2(F.relu(self.p1_bn(p))).reshape(bsz, -1)
+            policy = torch.cat((p, self.g1_pass(gp)), dim=1)
+            # value, score, ownership
+            v = F.relu(self.v1_bn(self.v1(x)))
+            h = F.relu(self.v2(value_pool(v, area)))
+            return {
+                "policy": policy,
+                "value": self.v3(h),
+                "score": self.sv3(h),
+                "ownership": self.own(v).reshape(bsz, -1),
+            }
+
+    return KataGoNet
+
+
+_NET_CLASS: Any = None
+
+
+def _net_class() -> Any:
+    global _NET_CLASS
+    if _NET_CLASS is None:
+        _NET_CLASS = _make_net_class()
+    return _NET_CLASS
+
+
+def __getattr__(name: str) -> Any:
+    """``KataGoNet`` is created on first use, so that importing this module never imports torch."""
+    if name == "KataGoNet":
+        return _net_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,128 @@
+"""Ladder reading (kosumi.go.ladders), checked by hand on small positions."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from kosumi.go import ladders
+from kosumi.go.board import GameState
+from kosumi.go.coords import BLACK, PASS, WHITE, parse_color, point_to_vertex, vertex_to_point
+from kosumi.go.ladders import (
+    is_ladder_captured,
+    ladder_features,
+    ladder_working_moves,
+)
+
+
+def play(moves: list[tuple[str, str]], size: int = 19) -> GameState:
+    s = GameState(size, 7.5)
+    for color, vertex in moves:
+        s.play(vertex_to_point(vertex, size), parse_color(color))
+    return s
+
+
+# The two constructed ladder positions of KataGo's reference file (dev-19x19-0001/0002): white
+# D16 (liberties D15, E16) under black C16 D17 E17; the ladder D15 runs down-right towards Q4.
+LADDER = [("B", "C16"), ("W", "D16"), ("B", "D17"), ("W", "Q16"), ("B", "E17")]
+WORKS = LADDER + [("W", "C4")]   # C4 is far from the ladder's path
+BROKEN = LADDER + [("W", "Q4")]  # Q4 sits on the path: a ladder breaker
+
+
+def v(vertex: str, size: int = 19) -> int:
+    return vertex_to_point(vertex, size)
+
+
+def test_two_liberty_ladder_works_and_breaker_stops_it():
+    s = play(WORKS)
+    assert ladder_working_moves(s.board, 19, v("D16")) == [v("D15")]  # E16 lets white out
+    s = play(BROKEN)
+    assert ladder_working_moves(s.board, 19, v("D16")) == []
+
+
+def test_one_liberty_ladder_with_the_defender_to_move():
+    # after black D15 the white stone is in atari (liberty E16) with white to move
+    s = play(WORKS + [("B", "D15")])
+    assert is_ladder_captured(s.board, 19, v("D16"))
+    s = play(BROKEN + [("B", "D15")])
+    assert not is_ladder_captured(s.board, 19, v("D16"))
+    # a chain that is not in atari is never "captured" by the one-liberty search
+    assert not is_ladder_captured(play(WORKS).board, 19, v("D16"))
+
+
+def test_ladder_features_mark_chains_and_working_moves():
+    lf = ladder_features(play(WORKS).board, 19, cache=False)
+    assert [point_to_vertex(int(p), 19) for p in np.flatnonzero(lf.captured)] == ["D16"]
+    assert [point_to_vertex(int(p), 19) for p in np.flatnonzero(lf.working[WHITE])] == ["D15"]
+    assert not lf.working[BLACK].any()
+    lf = ladder_features(play(BROKEN).board, 19, cache=False)
+    assert not lf.captured.any() and not lf.working.any()
+
+
+NET = [
+    ".........",
+    ".........",
+    ".........",
+    "...OXO...",  # 6: D6 O, E6 X, F6 O
+    "..OXOX...",  # 5: C5 O, D5 X, E5 O, F5 X
+    "...X.X...",  # 4: D4 X, F4 X
+    "....X....",  # 3: E3 X
+    ".........",
+    ".........",
+]
+
+
+def test_escape_by_capturing_an_attacker_in_atari():
+    # white E5 has one liberty, E4, whose other neighbours D4 F4 E3 are black: extending there
+    # is suicide. But black E6 is itself in atari (liberty E7): capturing it saves E5.
+    s = GameState.from_rows(NET, to_move=WHITE)
+    e5 = v("E5", 9)
+    assert s.chain_liberties(e5) == {v("E4", 9)}
+    assert s.chain_liberties(v("E6", 9)) == {v("E7", 9)}
+    assert not is_ladder_captured(s.board, 9, e5)
+    # with a black stone on E7, E6 has three liberties and white E5 has no move left
+    rows = list(NET)
+    rows[2] = "....X...."
+    s = GameState.from_rows(rows, to_move=WHITE)
+    assert len(s.chain_liberties(v("E6", 9))) == 3
+    assert is_ladder_captured(s.board, 9, e5)
+
+
+def test_search_budget_gives_up_as_not_captured(monkeypatch):
+    s = play(WORKS)
+    before = bytes(s.board)
+    monkeypatch.setattr(ladders, "NODE_BUDGET", 5)  # the working ladder needs ~30 moves
+    assert ladder_working_moves(s.board, 19, v("D16")) == []
+    monkeypatch.undo()
+    assert ladder_working_moves(s.board, 19, v("D16")) == [v("D15")]
+    assert bytes(s.board) == before
+
+
+def test_reuse_between_boards_is_exact():
+    """Results reused from a nearby board (``hint``) equal a fresh reading, over random games."""
+    rng = random.Random(7)
+    for size in (7, 9, 13):
+        for _game in range(3):
+            s = GameState(size, 7.5)
+            prev = None
+            for _ in range(size * size):
+                legal = np.flatnonzero(s.legal_mask())
+                s.play(int(rng.choice(legal)) if len(legal) and rng.random() > 0.03 else PASS)
+                ko = s.ko
+                a = ladder_features(s.board, size, ko, cache=False, hint=prev)
+                b = ladder_features(s.board, size, ko, cache=False)
+                assert np.array_equal(a.captured, b.captured)
+                assert np.array_equal(a.working, b.working)
+                prev = a
+
+
+def test_cache_returns_identical_read_only_results():
+    ladders.clear_cache()
+    s = play(WORKS)
+    a = ladder_features(s.board, 19)
+    b = ladder_features(bytearray(s.board), 19)
+    assert a is b
+    with pytest.raises(ValueError):
+        a.captured[0] = True

@@ -1,0 +1,382 @@
+"""Labels -> training arrays: replay once, encode, cache, augment, split, batch order.
+
+Also holds the helpers the other distillation tests import (``import test_dataset``): random
+games, an in-memory label store, and a real label folder labelled by a synthetic teacher.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from kosumi.distill import dataset as D
+from kosumi.distill.positions import Position
+from kosumi.errors import KosumiError
+from kosumi.go.board import GameState
+from kosumi.go.coords import BLACK, PASS, WHITE, transform_point
+from kosumi.nets.features import get_feature_set
+from kosumi.runtime.evaluator import Evaluation, Evaluator
+
+torch.set_num_threads(1)
+
+
+# ============================================================================ helpers
+def random_game(size: int, length: int, rng: random.Random, start: GameState | None = None,
+                pass_prob: float = 0.03) -> list[tuple[int, int]]:
+    """A random legal move sequence (occasional passes, never two in a row)."""
+    state = start.copy() if start is not None else GameState(size, 7.0)
+    moves: list[tuple[int, int]] = []
+    for _ in range(length):
+        legal = np.flatnonzero(state.legal_mask())
+        last_pass = bool(moves) and moves[-1][1] == PASS
+        if len(legal) == 0 or (rng.random() < pass_prob and not last_pass):
+            p = PASS
+        else:
+            p = int(legal[rng.randrange(len(legal))])
+        color = state.to_move
+        state.play(p, color)
+        moves.append((color, p))
+    return moves
+
+
+def game_positions(size: int, games: int, length: int, seed: int, komi: float = 7.0,
+                   every: int = 1, prefix: str = "g") -> list[Position]:
+    """Every ``every``-th prefix of ``games`` random games, sources ``sgf:<prefix><k>``."""
+    rng = random.Random(seed)
+    out = []
+    for g in range(games):
+        moves = random_game(size, length, rng)
+        for t in range(0, length + 1, every):
+            out.append(Position(board_size=size, komi=komi, rules="chinese", setup=(),
+                                to_move_at_start=BLACK, moves=tuple(moves[:t]),
+                                source=f"sgf:{prefix}{g}"))
+    return out
+
+
+class FakeRecord:
+    def __init__(self, position, policy, value, score_lead=None, ownership=None, teacher=0):
+        self.position, self.policy, self.value = position, policy, value
+        self.score_lead, self.ownership, self.teacher = score_lead, ownership, teacher
+
+
+class FakeStore:
+    """An in-memory label store with the ``LabelStore`` interface (counts record reads)."""
+
+    def __init__(self, path: Path, records: Sequence[FakeRecord], teacher: dict | None = None):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / "manifest.json").write_text(f"fake {len(records)} {id(self)}")
+        self._records = list(records)
+        self.teacher = teacher or {"name": "fake", "format": "test", "sha256": "ab" * 32,
+                                   "symmetries": 1}
+        self.teachers = [self.teacher]
+        self.reads = 0
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def board_sizes(self) -> list[int]:
+        return sorted({r.position.board_size for r in self._records})
+
+    def records(self, board_size=None):
+        self.reads += 1
+        return (r for r in self._records
+                if board_size is None or r.position.board_size == board_size)
+
+
+def previous_own_move_target(state: GameState) -> int:
+    """The synthetic teacher's move: where the side to move itself last played (the move
+    before the last one), pass if there is none or it was a pass. Equivariant under the 8
+    symmetries, and visible in the ``basic`` features (plane 8), so a tiny net can learn it."""
+    n = state.size
+    if len(state.moves) >= 2 and state.moves[-2][1] >= 0:
+        return state.moves[-2][1]
+    return n * n
+
+
+def synthetic_outputs(state: GameState) -> tuple[np.ndarray, float, float, np.ndarray]:
+    """(one-hot policy, win prob, score lead, ownership) of the synthetic teacher."""
+    n = state.size
+    pol = np.zeros(n * n + 1, dtype=np.float32)
+    pol[previous_own_move_target(state)] = 1.0
+    black = state.to_move == BLACK
+    board = np.frombuffer(bytes(state.board), dtype=np.uint8)
+    own = np.where(board == state.to_move, 1.0, np.where(board == 0, 0.0, -1.0))
+    return pol, (0.7 if black else 0.3), (2.0 if black else -2.0), own.astype(np.float32)
+
+
+class SyntheticTeacher(Evaluator):
+    """A fixed, hand-written teacher (see ``synthetic_outputs``)."""
+
+    name = "synthetic"
+
+    def evaluate(self, states):
+        out = []
+        for s in states:
+            pol, v, lead, own = synthetic_outputs(s)
+            out.append(Evaluation(policy=pol, value=v, score_lead=lead, ownership=own))
+        return out
+
+
+def fake_store(path: Path, positions: Sequence[Position]) -> FakeStore:
+    recs = []
+    for p in positions:
+        pol, v, lead, own = synthetic_outputs(p.to_state())
+        recs.append(FakeRecord(p, pol, np.array([v, 1 - v, 0], np.float32), lead, own))
+    return FakeStore(path, recs)
+
+
+def make_label_folder(root: Path, size: int = 7, games: int = 40, length: int = 24,
+                      seed: int = 1, teacher_file_bytes: bytes = b"synthetic teacher v1"
+                      ) -> tuple[Path, Path]:
+    """A REAL label folder (positions -> kosumi.distill.labels) labelled by the synthetic
+    teacher; returns (label folder, teacher file whose sha256 the manifest records)."""
+    from kosumi.distill.labels import label_positions
+    from kosumi.distill.positions import write_positions
+
+    root.mkdir(parents=True, exist_ok=True)
+    teacher_file = root / "teacher.bin"
+    teacher_file.write_bytes(teacher_file_bytes)
+    pos_dir, lab_dir = root / "positions", root / "labels"
+    write_positions(pos_dir, game_positions(size, games, length, seed, every=1))
+    info = {"name": "teacher.bin", "format": "synthetic",
+            "sha256": hashlib.sha256(teacher_file_bytes).hexdigest(), "symmetries": 1}
+    label_positions(SyntheticTeacher(), pos_dir, lab_dir, teacher_info=info, batch=512)
+    return lab_dir, teacher_file
+
+
+# ============================================================================ replay
+def _tricky_positions() -> list[Position]:
+    """Shared openings, branches at several depths, duplicates, passes, setup, other komi."""
+    rng = random.Random(5)
+    base = random_game(9, 30, rng)
+    positions = []
+    for t in (0, 3, 3, 10, 17, 30):
+        positions.append(Position(9, 7.0, "chinese", (), BLACK, tuple(base[:t]), "sgf:a"))
+    # branches off the main line at depths 5 and 12 (continue from those states)
+    for depth, seed in ((5, 11), (12, 12), (12, 13)):
+        st = GameState(9, 7.0)
+        for c, p in base[:depth]:
+            st.play(p, c)
+        branch = base[:depth] + random_game(9, 8, random.Random(seed), start=st)
+        for t in (depth + 1, depth + 4, depth + 8):
+            positions.append(Position(9, 7.0, "chinese", (), BLACK, tuple(branch[:t]),
+                                      f"sgf:b{depth}-{seed}"))
+    # a handicap game (setup stones, White first) and a different komi with the same moves
+    setup = ((BLACK, 20), (BLACK, 60))
+    st = GameState(9, 0.5)
+    st.place_setup(BLACK, [20, 60])
+    hmoves = random_game(9, 12, random.Random(3), start=st)
+    for t in (0, 6, 12):
+        positions.append(Position(9, 0.5, "chinese", setup, WHITE, tuple(hmoves[:t]), "sgf:h"))
+    positions.append(Position(9, 6.5, "chinese", (), BLACK, tuple(base[:10]), "sgf:k"))
+    rng.shuffle(positions)
+    return positions
+
+
+def test_replay_matches_to_state_and_plays_each_move_about_once(monkeypatch):
+    positions = _tricky_positions()
+    calls = {"n": 0}
+    real_play = GameState.play
+
+    def counting_play(self, p, color=None, trusted=False):
+        calls["n"] += 1
+        return real_play(self, p, color, trusted)
+
+    seen = {}
+    monkeypatch.setattr(GameState, "play", counting_play)
+    for i, state in D.replay_positions(positions):
+        assert i not in seen
+        seen[i] = (bytes(state.board), list(state.moves), state.to_move, state.ko,
+                   list(state.boards), state.komi, list(state.setup))
+    replayed_moves = calls["n"]
+    monkeypatch.setattr(GameState, "play", real_play)
+    assert sorted(seen) == list(range(len(positions)))
+    for i, p in enumerate(positions):
+        ref = p.to_state()
+        assert seen[i] == (bytes(ref.board), list(ref.moves), ref.to_move, ref.ko,
+                           list(ref.boards), ref.komi, list(ref.setup)), p.source
+    # distinct trie edges: the moves of the union of all move sequences, per root
+    edges = {(D._root_key(p), p.moves[:t]) for p in positions for t in range(1, len(p.moves) + 1)}
+    naive = sum(len(p.moves) for p in positions)
+    assert replayed_moves <= len(edges) + 10 < naive
+
+
+@pytest.mark.parametrize("features", ["basic", "lz18"])
+def test_encoded_planes_equal_encoding_each_position(tmp_path, features):
+    positions = _tricky_positions()
+    store = fake_store(tmp_path / "labels", positions)
+    data = D.encode_records(store.records(9), features, 9)
+    fs = get_feature_set(features)
+    planes, glob = fs.encode([p.to_state() for p in positions])
+    assert data.planes.dtype == np.uint8
+    np.testing.assert_array_equal(data.planes.astype(np.float32), planes)
+    if glob is not None:
+        np.testing.assert_array_equal(data.globals, glob)
+    # targets kept in record order, games by source
+    for i, r in enumerate(store._records):
+        np.testing.assert_allclose(data.policy[i], r.policy)
+        assert data.game_keys[i] == f"9:{r.position.source}"
+        assert data.has_score[i] and data.score[i] == pytest.approx(r.score_lead)
+        np.testing.assert_array_equal(data.ownership[i], r.ownership)
+
+
+def test_positions_without_source_are_grouped_by_game_prefix_chains(tmp_path):
+    a = game_positions(7, 1, 10, seed=1, prefix="a")
+    b = game_positions(7, 1, 10, seed=2, prefix="b")
+    positions = [replace(p, source="") for p in a[2:] + b[2:]]  # skip shared early prefixes
+    data = D.encode_records(fake_store(tmp_path / "l", positions).records(7), "basic", 7)
+    keys = data.game_keys
+    assert len(set(keys[: len(a) - 2])) == 1 and len(set(keys[len(a) - 2 :])) == 1
+    assert keys[0] != keys[-1]
+
+
+def test_bad_labels_are_clear_errors(tmp_path):
+    pos = game_positions(7, 1, 4, seed=1)[2]
+    bad_policy = FakeRecord(pos, np.ones(49, np.float32), np.array([1, 0, 0], np.float32))
+    with pytest.raises(KosumiError, match=r"sgf:g0.*policy has 49 entries.*needs 50"):
+        D.encode_records([bad_policy], "basic", 7)
+    neg = FakeRecord(pos, -np.ones(50, np.float32), np.array([1, 0, 0], np.float32))
+    with pytest.raises(KosumiError, match="not a probability distribution"):
+        D.encode_records([neg], "basic", 7)
+    bad_move = replace(pos, moves=pos.moves + ((pos.to_move, pos.moves[0][1]),))
+    rec = FakeRecord(bad_move, np.full(50, 1 / 50, np.float32), np.array([1, 0, 0], np.float32))
+    with pytest.raises(KosumiError, match="sgf:g0"):
+        D.encode_records([rec], "basic", 7)
+
+
+# ============================================================================ cache
+def test_cache_is_written_reused_and_keyed(tmp_path):
+    positions = game_positions(7, 3, 12, seed=4) + game_positions(9, 2, 8, seed=5)
+    store = fake_store(tmp_path / "labels", positions)
+    cache = tmp_path / "cache"
+    first = D.load_dataset(store, "basic", cache_dir=cache)
+    assert store.reads == 2 and sorted(first.sizes) == [7, 9]
+    files = sorted(cache.glob("*.npz"))
+    assert len(files) == 2
+    with np.load(files[0], allow_pickle=False) as npz:  # plain arrays, no pickle needed
+        assert "planes" in npz.files
+    second = D.load_dataset(store, "basic", cache_dir=cache)
+    assert store.reads == 2  # nothing re-encoded
+    for n in (7, 9):
+        for k, v in first.sizes[n].to_arrays().items():
+            np.testing.assert_array_equal(v, second.sizes[n].to_arrays()[k])
+    D.load_dataset(store, "lz18", board_sizes=[7], cache_dir=cache)  # other feature set
+    assert store.reads == 3 and len(list(cache.glob("*.npz"))) == 3
+    # changed label content -> other hash -> encoded again
+    (store.path / "manifest.json").write_text("changed")
+    D.load_dataset(store, "basic", board_sizes=[9], cache_dir=cache)
+    assert store.reads == 4
+    # a damaged cache file is rebuilt, not trusted
+    files[0].write_bytes(b"garbage")
+    again = D.load_dataset(store, "basic", cache_dir=cache, content_hash=first.content_hash)
+    assert len(again.sizes[7]) == len(first.sizes[7])
+
+
+# ============================================================================ augmentation
+@pytest.mark.parametrize("sym", range(8))
+def test_augment_moves_a_marked_point_where_the_symmetry_sends_it(sym):
+    n, p = 7, 3 * 7 + 1  # an asymmetric point (x=1, y=3)
+    planes = torch.zeros(1, 3, n, n)
+    planes[0, 1].view(-1)[p] = 1.0
+    policy = torch.zeros(1, n * n + 1)
+    policy[0, p] = 0.75
+    policy[0, n * n] = 0.25  # pass
+    own = torch.zeros(1, n * n)
+    own[0, p] = -1.0
+    ap, apol, aown = D.augment(planes, policy, own, np.array([sym]), n)
+    q = transform_point(p, n, sym)
+    assert int(ap[0, 1].reshape(-1).argmax()) == q and float(ap.sum()) == 1.0
+    assert int(apol[0, : n * n].argmax()) == q and float(apol[0, q]) == 0.75
+    assert float(apol[0, n * n]) == 0.25
+    assert int(aown[0].argmin()) == q
+
+
+@pytest.mark.parametrize("sym", range(8))
+def test_augmented_features_equal_features_of_the_transformed_game(sym):
+    """Oracle: replaying the game with every move transformed gives the augmented planes."""
+    n = 9
+    moves = random_game(n, 40, random.Random(9), pass_prob=0.0)
+    orig, tran = GameState(n, 7.0), GameState(n, 7.0)
+    for c, p in moves:
+        orig.play(p, c)
+        tran.play(transform_point(p, n, sym), c)
+    fs = get_feature_set("basic")
+    planes, _ = fs.encode([orig])
+    want, _ = fs.encode([tran])
+    pol = np.zeros((1, n * n + 1), np.float32)
+    pol[0, moves[-3][1]] = 1.0
+    ap, apol, _ = D.augment(torch.from_numpy(planes), torch.from_numpy(pol), None,
+                            np.array([sym]), n)
+    np.testing.assert_array_equal(ap.numpy(), want)
+    assert int(apol[0].argmax()) == transform_point(moves[-3][1], n, sym)
+
+
+# ============================================================================ split / order
+def test_split_keeps_games_whole_and_is_deterministic(tmp_path):
+    positions = game_positions(7, 20, 6, seed=2)
+    data = D.encode_records(fake_store(tmp_path / "l", positions).records(7), "basic", 7)
+    ds = D.DistillDataset("basic", "x", {7: data})
+    train, val = D.split_by_game(ds, 0.25, seed=3)
+    keys = data.game_keys
+    assert set(keys[train[7]]).isdisjoint(set(keys[val[7]]))
+    assert len(set(keys[val[7]])) == 5 and len(train[7]) + len(val[7]) == len(data)
+    _, val2 = D.split_by_game(ds, 0.25, seed=3)
+    np.testing.assert_array_equal(val[7], val2[7])
+    _, val3 = D.split_by_game(ds, 0.25, seed=4)
+    assert not np.array_equal(val[7], val3[7])
+    _, none = D.split_by_game(ds, 0.0, seed=3)
+    assert len(none[7]) == 0
+    # every board size is split on its own: both sides get games of each size
+    small = D.encode_records(fake_store(tmp_path / "m", game_positions(9, 3, 4, seed=5))
+                             .records(9), "basic", 9)
+    both = D.DistillDataset("basic", "x", {7: data, 9: small})
+    tr, va = D.split_by_game(both, 0.25, seed=3)
+    assert len(set(small.game_keys[va[9]])) == 1 and len(set(small.game_keys[tr[9]])) == 2
+    np.testing.assert_array_equal(va[7], val[7])
+
+
+def test_batch_plan_is_a_pure_function_of_seed_and_step():
+    counts = {9: 100, 19: 37}
+    plan = D.BatchPlan(counts, 16, seed=7)
+    assert plan.batches_per_epoch == 7 + 3
+    forward = [plan.batch(s) for s in range(25)]
+    other = D.BatchPlan(counts, 16, seed=7)
+    for s in (24, 3, 17, 0, 11):  # any order, a fresh object: the same batches
+        size, idx, syms = other.batch(s)
+        assert size == forward[s][0]
+        np.testing.assert_array_equal(idx, forward[s][1])
+        np.testing.assert_array_equal(syms, forward[s][2])
+    # one epoch visits every sample of every size
+    seen = {9: set(), 19: set()}
+    for size, idx, syms in forward[:10]:
+        assert len(idx) == 16 and idx.max() < counts[size] and 0 <= syms.min() <= syms.max() < 8
+        seen[size].update(idx.tolist())
+    assert seen == {9: set(range(100)), 19: set(range(37))}
+    different = D.BatchPlan(counts, 16, seed=8).batch(0)
+    assert not np.array_equal(different[1], forward[0][1]) or different[0] != forward[0][0]
+
+
+def test_real_label_folder_round_trip(tmp_path):
+    from kosumi.distill.labels import LabelStore
+
+    lab, _ = make_label_folder(tmp_path, size=7, games=3, length=8)
+    store = LabelStore(lab)
+    data = D.load_dataset(store, "basic", cache_dir=tmp_path / "cache")
+    d = data.sizes[7]
+    assert len(d) == len(store) and d.has_ownership.all() and d.has_score.all()
+    # every stored target is the synthetic teacher's on the replayed position
+    recs = list(store.records(7))
+    order = {r.position: i for i, r in enumerate(recs)}
+    for r in recs[:20]:
+        i = order[r.position]
+        pol, v, lead, _ = synthetic_outputs(r.position.to_state())
+        np.testing.assert_allclose(d.policy[i], pol, atol=1e-6)
+        assert d.value[i][0] == pytest.approx(v, abs=1e-6) and d.score[i] == pytest.approx(lead)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from kosumi.go import ladders
+from kosumi.go import ladder_planes
 from kosumi.go.board import GameState
 from kosumi.go.coords import parse_color, vertex_to_point
 from kosumi.nets.katago_features import KataGoV7
@@ -77,11 +77,11 @@ def bench_size(records: list[dict], size: int, evaluator, features: KataGoV7, re
 
     def cold() -> None:
         for s in finals:
-            ladders.clear_cache()
+            ladder_planes.clear_cache()
             features.encode([s])
 
     def game_order() -> None:
-        ladders.clear_cache()
+        ladder_planes.clear_cache()
         for s in everything:
             features.encode([s])
 
@@ -94,7 +94,7 @@ def bench_size(records: list[dict], size: int, evaluator, features: KataGoV7, re
     chunks = [finals[i : i + BATCH] for i in range(0, len(finals), BATCH)]
 
     def whole() -> None:
-        ladders.clear_cache()
+        ladder_planes.clear_cache()
         for c in chunks:
             evaluator.evaluate(c)
 

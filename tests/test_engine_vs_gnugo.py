@@ -11,7 +11,7 @@ import pytest
 from conftest import GNUGO, require_program
 from test_match import gnugo_final_score
 
-from kosumi.engine.match import parse_score
+from kosumi.engine.match_results import parse_score
 from kosumi.go.sgf import load_game
 
 

@@ -24,8 +24,9 @@ from conftest import GNUGO, ROOT, require_program
 from sgfmill import sgf
 
 from kosumi.engine.gtp_client import GTPError, GTPProcess
-from kosumi.engine.gtp_engine import GTPEngine, format_score
+from kosumi.engine.gtp_engine import GTPEngine
 from kosumi.engine.mcts import SearchConfig
+from kosumi.engine.scoring import format_score
 from kosumi.engine.timecontrol import TimeManager
 from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, WHITE

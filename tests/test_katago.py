@@ -20,12 +20,12 @@ from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.go.coords import WHITE, apply_symmetry, parse_color, vertex_to_point
 from kosumi.nets.katago import (
-    build_katago_net,
     describe_katago,
     is_katago_file,
     parse_katago,
     read_katago,
 )
+from kosumi.nets.katago_net import build_katago_net
 from kosumi.runtime.evaluator import Evaluator
 from kosumi.runtime.katago_evaluator import KataGoEvaluator, load_katago_evaluator
 

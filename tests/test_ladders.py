@@ -1,4 +1,4 @@
-"""Ladder reading (kosumi.go.ladders), checked by hand on small positions."""
+"""Ladder reading (kosumi.go.ladders, ladder_planes), checked by hand on small positions."""
 
 from __future__ import annotations
 
@@ -7,14 +7,11 @@ import random
 import numpy as np
 import pytest
 
-from kosumi.go import ladders
+from kosumi.go import ladder_planes, ladders
 from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, PASS, WHITE, parse_color, point_to_vertex, vertex_to_point
-from kosumi.go.ladders import (
-    is_ladder_captured,
-    ladder_features,
-    ladder_working_moves,
-)
+from kosumi.go.ladder_planes import ladder_features
+from kosumi.go.ladders import is_ladder_captured, ladder_working_moves
 
 
 def play(moves: list[tuple[str, str]], size: int = 19) -> GameState:
@@ -119,7 +116,7 @@ def test_reuse_between_boards_is_exact():
 
 
 def test_cache_returns_identical_read_only_results():
-    ladders.clear_cache()
+    ladder_planes.clear_cache()
     s = play(WORKS)
     a = ladder_features(s.board, 19)
     b = ladder_features(bytearray(s.board), 19)

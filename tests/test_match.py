@@ -15,7 +15,8 @@ import pytest
 from conftest import GNUGO, LEELAZ, require_program
 
 from kosumi.engine.gtp_client import EngineCrashed, GTPError, GTPProcess, GTPTimeout
-from kosumi.engine.match import parse_score, play_match
+from kosumi.engine.match import play_match
+from kosumi.engine.match_results import parse_score
 from kosumi.errors import KosumiError
 from kosumi.go.sgf import load_game
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import GNUGO, require_program
 
 from kosumi.engine.gtp_client import GTPProcess
-from kosumi.engine.match import parse_score
+from kosumi.engine.match_results import parse_score
 from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, PASS, WHITE, point_to_vertex, vertex_to_point
 

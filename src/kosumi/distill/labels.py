@@ -203,9 +203,10 @@ def open_teacher(path: str | os.PathLike, symmetries: int = 1, threads: int = 1)
 
 def teacher_identity(path: str | os.PathLike, symmetries: int = 1) -> dict[str, Any]:
     """The identity recorded with labels: file name, format, SHA-256 of the file, symmetries."""
+    from kosumi.models import resolve_model
     from kosumi.runtime.loader import detect_format
 
-    path = Path(path)
+    path = resolve_model(path)
     return {"name": path.name, "format": detect_format(path).name,
             "sha256": sha256_file(path), "symmetries": int(symmetries)}
 

@@ -220,8 +220,10 @@ def check_teacher(teacher: str | os.PathLike | None, store: Any) -> tuple[dict[s
         if len(teachers) == 1:
             return dict(teachers[0]), None
         return {"mixed": [dict(t) for t in teachers]}, None
+    from kosumi.models import DEFAULT_NAME, resolve_model
+
     text = str(teacher)
-    path = Path(text)
+    path = resolve_model(text) if text == DEFAULT_NAME else Path(text)
     if path.is_file():
         from kosumi.distill.shards import sha256_file
 

@@ -1,35 +1,31 @@
 """kosumi's GTP engine: the command handlers over one ``GameState`` and one ``MCTS``.
 
 ``GTPEngine.handle(line)`` executes one command line and returns its whole reply; ``run(stdin,
-stdout)`` is the loop a GUI or a match runner talks to. Nothing a controller sends can crash the
-engine: a user error answers ``? message`` (the spec's standard messages), a bug answers
-``? internal error: ...`` and logs a traceback on stderr, and the engine keeps working.
+stdout)`` is the loop a GUI or a match runner talks to (``kosumi.engine.gtp_io.serve``). Nothing
+a controller sends can crash the engine: a user error answers ``? message`` (the spec's standard
+messages), a bug answers ``? internal error: ...`` and logs a traceback on stderr, and the engine
+keeps working.
 
 Analysis (``lz-analyze``, ``kata-analyze``, ``*genmove_analyze``) streams: the reply is ``=id``,
 then one ``info move ...`` line per update (every ``interval`` centiseconds, all root moves on one
-line, best first), then an empty line. In ``run`` stdin is read by a separate thread that queues
-lines and sets the current stop ``Event``, so ``lz-analyze`` runs until the next command line
-arrives. Called through ``handle`` without a stop event, an analysis is one bounded search
+line, best first), then an empty line. In ``run`` stdin is read by a separate thread that sets
+the current stop ``Event``, so ``lz-analyze`` runs until the next command line arrives. Called
+through ``handle`` without a stop event, an analysis is one bounded search
 (``SearchConfig.visits``) and its lines come back in the returned reply.
 
-Dead stones (``final_score``, ``final_status_list``, ``kgs-genmove_cleanup``): a chain is dead
-when the mean ownership over its stones, seen from its own colour, is below ``-DEAD_OWNERSHIP``.
-The ownership is the search's mean ownership on the position (trailing passes removed so the
-search can run), else the net's raw ownership, and when the net has none every stone is alive
-(the score is then plain Tromp-Taylor area). Seki is not recognised: ``final_status_list seki``
-is always empty and seki stones are listed as alive.
+Dead stones (``final_score``, ``final_status_list``, ``kgs-genmove_cleanup``) are decided from
+ownership by ``kosumi.engine.scoring``. Seki is not recognised: ``final_status_list seki`` is
+always empty and seki stones are listed as alive.
 """
 
 from __future__ import annotations
 
 import inspect
-import os
-import queue
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,7 +36,9 @@ from kosumi.engine.analysis import (
     info_line,
     parse_analyze_args,
 )
+from kosumi.engine.gtp_io import Emit, ReplyStream, serve
 from kosumi.engine.mcts import MCTS, SearchConfig, SearchResult
+from kosumi.engine.scoring import black_ownership, dead_stones, format_score
 from kosumi.engine.timecontrol import TimeManager
 from kosumi.errors import KosumiError
 from kosumi.go import gtp
@@ -49,49 +47,8 @@ from kosumi.go.coords import BLACK, EMPTY, MAX_SIZE, MIN_SIZE, PASS, RESIGN, WHI
 from kosumi.go.gtp import GTPCommandError
 from kosumi.runtime.evaluator import Evaluator, UniformEvaluator
 
-#: a chain is dead when its mean ownership (its own colour's view) is below minus this
-DEAD_OWNERSHIP = 0.3
-#: visits of the search that estimates ownership for scoring
-OWNERSHIP_VISITS = 128
 #: an open-ended analysis stops growing the tree after this many root visits (memory bound)
 ANALYSIS_MAX_VISITS = 200_000
-
-Emit = Callable[[str], None]
-
-
-class _Stream:
-    """The reply of a streaming command: forwards to ``emit`` (run loop) or collects (handle)."""
-
-    def __init__(self, emit: Emit | None):
-        self._emit = emit
-        self._parts: list[str] = []
-        self.started = False
-
-    def write(self, text: str) -> None:
-        if self._emit is None:
-            self._parts.append(text)
-        else:
-            self._emit(text)
-
-    def start(self, cid: int | None) -> None:
-        self.started = True
-        self.write(gtp.stream_header(cid))
-
-    def line(self, text: str) -> None:
-        """One streamed line; never empty (an empty line would end the reply)."""
-        text = " ".join(text.split())
-        if text:
-            self.write(text + "\n")
-
-    def finish(self, trailer: str = "") -> str:
-        """The rest of the reply: what was collected, the trailer lines, the closing blank line."""
-        if trailer:
-            self._parts.append(trailer if trailer.endswith("\n") else trailer + "\n")
-        self._parts.append("\n")
-        out = "".join(self._parts)
-        self._parts = []
-        return out
-
 
 class GTPEngine:
     """A GTP v2 engine: one game, one search tree, one evaluator."""
@@ -124,7 +81,6 @@ class GTPEngine:
         self.quit_requested = False
         self._mcts: MCTS | None = None
         self._ownership_cache: tuple[tuple, np.ndarray | None] | None = None
-        self._stop_event: threading.Event | None = None
         self.commands: dict[str, Callable[..., str]] = {
             "protocol_version": self.cmd_protocol_version,
             "name": self.cmd_name,
@@ -197,7 +153,7 @@ class GTPEngine:
             return gtp.format_failure(None, "internal error: cannot parse the command")
         if cmd is None:
             return ""
-        stream = _Stream(emit)
+        stream = ReplyStream(emit)
         try:
             if cmd.name in self.streaming:
                 trailer = self.streaming[cmd.name](cmd.args, cmd.id, stream, stop)
@@ -228,49 +184,8 @@ class GTPEngine:
         """Serve GTP until ``quit`` or the end of ``stdin`` (text or binary streams)."""
         stdin = stdin if stdin is not None else getattr(sys.stdin, "buffer", sys.stdin)
         stdout = stdout if stdout is not None else sys.stdout
-        lines: queue.Queue[str | None] = queue.Queue()
-        out_lock = threading.Lock()
-        broken = threading.Event()
-
-        def reader() -> None:
-            try:
-                for text in _read_lines(stdin):
-                    lines.put(text)
-                    ev = self._stop_event
-                    if ev is not None:
-                        ev.set()
-            except (OSError, ValueError) as e:
-                self._log(f"stdin closed: {e}")
-            finally:
-                lines.put(None)
-                ev = self._stop_event
-                if ev is not None:
-                    ev.set()
-
-        def write(text: str) -> None:
-            if broken.is_set():
-                return
-            with out_lock:
-                try:
-                    stdout.write(text)
-                    stdout.flush()
-                except (OSError, ValueError):
-                    broken.set()
-
-        threading.Thread(target=reader, name="gtp-stdin", daemon=True).start()
         try:
-            while not self.quit_requested and not broken.is_set():
-                line = lines.get()
-                if line is None:
-                    break
-                stop = threading.Event()
-                self._stop_event = stop
-                if not lines.empty():  # a line that arrived before the event was published
-                    stop.set()
-                reply = self.handle(line, emit=write, stop=stop)
-                self._stop_event = None
-                if reply:
-                    write(reply)
+            serve(self.handle, stdin, stdout, log=self._log, done=lambda: self.quit_requested)
         finally:
             self.close()
 
@@ -437,23 +352,8 @@ class GTPEngine:
         return "\n".join(chains)
 
     def _dead_stones(self) -> set[int]:
-        """Stones whose chain's mean ownership from its own colour's view < -DEAD_OWNERSHIP."""
-        own = self._black_ownership()
-        if own is None:
-            return set()
-        s = self.state
-        dead: set[int] = set()
-        seen: set[int] = set()
-        for p in range(s.num_points):
-            c = s.board[p]
-            if c == EMPTY or p in seen:
-                continue
-            stones = s.chain_stones(p)
-            seen.update(stones)
-            mean = float(np.mean(own[stones])) * (1.0 if c == BLACK else -1.0)
-            if mean < -DEAD_OWNERSHIP:
-                dead.update(stones)
-        return dead
+        """The stones ``kosumi.engine.scoring`` finds dead on the current position."""
+        return dead_stones(self.state, self._black_ownership())
 
     def _black_ownership(self) -> np.ndarray | None:
         """Ownership of every point from Black's view (+1 Black), or None if the net has none."""
@@ -461,16 +361,7 @@ class GTPEngine:
         key = (s.size, s.hash, s.to_move, s.komi, len(s.moves), s.passes)
         if self._ownership_cache is not None and self._ownership_cache[0] == key:
             return self._ownership_cache[1]
-        # a finished game cannot be searched: look at it with the trailing passes removed
-        trailing = 0
-        while trailing < len(s.moves) and s.moves[-1 - trailing][1] == PASS:
-            trailing += 1
-        probe = s.replay(len(s.moves) - trailing) if trailing else s.copy()
-        own = self.mcts.search(probe, visits=min(self.config.visits, OWNERSHIP_VISITS)).ownership
-        if own is None:
-            own = self.evaluator.evaluate_one(probe).ownership
-        if own is not None:
-            own = np.asarray(own, dtype=np.float64) * (1.0 if probe.to_move == BLACK else -1.0)
+        own = black_ownership(s, self.mcts, self.evaluator, self.config.visits)
         self._ownership_cache = (key, own)
         return own
 
@@ -587,7 +478,7 @@ class GTPEngine:
         return ""
 
     # ================================================================== analysis
-    def _analyze(self, style: str, args: list[str], cid: int | None, stream: _Stream,
+    def _analyze(self, style: str, args: list[str], cid: int | None, stream: ReplyStream,
                  stop: threading.Event | None) -> str:
         opts = parse_analyze_args(args, color_required=False)
         state = self._search_state(opts.color)
@@ -605,7 +496,7 @@ class GTPEngine:
         stop.wait()  # the tree is full or the game is over: wait for the next command
         return ""
 
-    def _genmove_analyze(self, style: str, args: list[str], cid: int | None, stream: _Stream,
+    def _genmove_analyze(self, style: str, args: list[str], cid: int | None, stream: ReplyStream,
                          stop: threading.Event | None) -> str:
         opts = parse_analyze_args(args, color_required=True)
         assert opts.color is not None
@@ -628,43 +519,6 @@ def load_model(model: str, threads: int = 1) -> Evaluator:
     from kosumi.runtime.loader import load_evaluator
 
     return load_evaluator(model, threads=threads)
-
-
-def format_score(score: float) -> str:
-    """An area score from Black's view -> ``B+3.5`` / ``W+0.5`` / ``0``."""
-    if score == 0:
-        return "0"
-    text = f"{abs(score):.2f}".rstrip("0")
-    if text.endswith("."):
-        text += "0"
-    return ("B+" if score > 0 else "W+") + text
-
-
-def _read_lines(stream: IO[Any]) -> Iterator[str]:
-    """The lines of ``stream`` as text. A stream with a file descriptor is read with ``os.read``
-    so that the reader thread never holds the lock of a buffered ``sys.stdin`` (a daemon thread
-    blocked inside it aborts the interpreter at exit)."""
-    try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        fd = None
-    if fd is None:
-        while True:
-            raw = stream.readline()
-            if not raw:
-                return
-            yield raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    pending = b""
-    while True:
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for raw in complete:
-            yield raw.decode("utf-8", "replace") + "\n"
-    if pending:
-        yield pending.decode("utf-8", "replace")
 
 
 def _accepts(handler: Callable[..., str], nargs: int) -> bool:

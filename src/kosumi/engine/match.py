@@ -22,7 +22,8 @@ A game ends by
 Colours alternate between games with ``swap_colors``; the "first engine" is ``black_cmd`` (it has
 Black in game 1). The result (``MatchResult``, JSON-able through ``to_dict``) holds every game,
 the wins per engine and per colour, the first engine's Elo difference with its 95% interval and,
-with ``sprt=(elo0, elo1)``, the SPRT verdict (the match stops as soon as it is decided).
+with ``sprt=(elo0, elo1)``, the SPRT verdict (the match stops as soon as it is decided). The
+result records and their printing live in ``kosumi.engine.match_results``.
 """
 
 from __future__ import annotations
@@ -33,14 +34,12 @@ import shutil
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from kosumi.engine.elo import CONTINUE, EloEstimate, SPRTResult, elo_estimate
+from kosumi.engine.elo import CONTINUE, SPRTResult, elo_estimate
 from kosumi.engine.elo import sprt as sprt_test
 from kosumi.engine.gtp_client import (
     EngineCrashed,
@@ -49,6 +48,24 @@ from kosumi.engine.gtp_client import (
     GTPProcess,
     GTPTimeout,
     split_command,
+)
+from kosumi.engine.match_results import (
+    END_FORFEIT,
+    END_MAX_MOVES,
+    END_PASSES,
+    END_RESIGN,
+    F_CRASH,
+    F_ERROR,
+    F_ILLEGAL,
+    F_REJECTED,
+    F_TIMEOUT,
+    Forfeit,
+    GameResult,
+    MatchResult,
+    live_line,
+    parse_score,
+    print_summary,
+    sgf_comments,
 )
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState, IllegalMove
@@ -68,100 +85,6 @@ log = logging.getLogger("kosumi.match")
 DEFAULT_REFEREE = "/usr/games/gnugo --mode gtp --chinese-rules"
 _LETTER = {BLACK: "B", WHITE: "W"}
 _GTP_COLOR = {BLACK: "b", WHITE: "w"}
-
-# How a game ended
-END_PASSES, END_MAX_MOVES, END_RESIGN, END_FORFEIT = "two-passes", "max-moves", "resign", "forfeit"
-# Why a side forfeited
-F_ILLEGAL, F_CRASH, F_TIMEOUT, F_ERROR, F_REJECTED = "illegal", "crash", "timeout", "error", "rejected"
-
-
-@dataclass
-class Forfeit:
-    """Why one side lost a game by forfeit."""
-
-    color: str  # "B" or "W": the side that forfeited
-    kind: str  # illegal | crash | timeout | error | rejected
-    detail: str
-
-
-@dataclass
-class GameResult:
-    """One finished game. ``score`` is kosumi's area score from Black's view (scored games)."""
-
-    index: int  # 1-based
-    black: str  # engine labels
-    white: str
-    first_color: str  # the colour the first engine had: "B" or "W"
-    result: str  # SGF RE: "B+3.5", "W+R", "B+F", "0"
-    winner: str | None  # "B", "W" or None for a draw
-    end: str  # two-passes | max-moves | resign | forfeit
-    moves: int
-    seconds: float
-    forfeit: Forfeit | None = None
-    score: float | None = None
-    dead: list[str] = field(default_factory=list)
-    referee_result: str | None = None  # the referee's own final_score
-    referee_agrees: bool | None = None
-    sgf: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def first_won(self) -> bool | None:
-        """Did the first engine win (None for a draw)?"""
-        if self.winner is None:
-            return None
-        return self.winner == self.first_color
-
-
-@dataclass
-class MatchResult:
-    """A whole match; ``to_dict()`` is JSON-able."""
-
-    first: str
-    second: str
-    first_command: list[str]
-    second_command: list[str]
-    size: int
-    komi: float
-    games: list[GameResult]
-    elo: EloEstimate
-    sprt: SPRTResult | None
-    stopped_early: bool
-
-    def counts(self) -> dict:
-        """Wins/draws/losses per engine, per colour and per engine and colour."""
-        first = {"wins": 0, "draws": 0, "losses": 0, "black_wins": 0, "black_losses": 0,
-                 "white_wins": 0, "white_losses": 0}
-        second = dict(first)
-        colors = {"black_wins": 0, "white_wins": 0, "draws": 0}
-        for g in self.games:
-            if g.winner is None:
-                first["draws"] += 1
-                second["draws"] += 1
-                colors["draws"] += 1
-                continue
-            colors["black_wins" if g.winner == "B" else "white_wins"] += 1
-            win, lose = (first, second) if g.first_won else (second, first)
-            win["wins"] += 1
-            lose["losses"] += 1
-            win["black_wins" if g.winner == "B" else "white_wins"] += 1
-            lose["white_losses" if g.winner == "B" else "black_losses"] += 1
-        return {"first": first, "second": second, "colors": colors}
-
-    def to_dict(self) -> dict:
-        return {
-            "first": self.first,
-            "second": self.second,
-            "first_command": self.first_command,
-            "second_command": self.second_command,
-            "size": self.size,
-            "komi": self.komi,
-            "games": [asdict(g) for g in self.games],
-            "counts": self.counts(),
-            "elo": self.elo.to_dict(),
-            "sprt": self.sprt.to_dict() if self.sprt else None,
-            "stopped_early": self.stopped_early,
-        }
 
 
 class _Player:
@@ -225,16 +148,6 @@ def _engine_failure(color: int, player: _Player, what: str, e: EngineError) -> _
     assert isinstance(e, GTPError)
     return _ForfeitSignal(color, F_ERROR, str(e))
 
-
-def parse_score(text: str) -> float:
-    """'B+3.5' -> 3.5, 'W+2' -> -2.0, '0' / 'Draw' -> 0.0 (GTP final_score / SGF RE)."""
-    t = text.strip().split()[0] if text.strip() else ""
-    if t.upper() in ("0", "DRAW", "JIGO", "B+0", "W+0"):
-        return 0.0
-    if len(t) >= 3 and t[0].upper() in "BW" and t[1] == "+":
-        value = float(t[2:])
-        return value if t[0].upper() == "B" else -value
-    raise ValueError(f"not a score: {text!r}")
 
 
 @dataclass
@@ -394,32 +307,6 @@ def _play_game(
     return game, state
 
 
-def _sgf_comments(game: GameResult, first: str, second: str) -> dict[int, str]:
-    lines = [
-        f"Game {game.index}: first engine {first} ({game.first_color}), second engine {second}.",
-        f"Result {game.result} ({game.end}).",
-    ]
-    last: list[str] = []
-    if game.forfeit:
-        who = "Black" if game.forfeit.color == "B" else "White"
-        last.append(f"{who} forfeits ({game.forfeit.kind}): {game.forfeit.detail}")
-    if game.score is not None:
-        last.append(f"Area score {game.result}; dead stones: {' '.join(game.dead) or 'none'}.")
-        if game.referee_result is not None:
-            last.append(f"Referee final_score: {game.referee_result}"
-                        + ("" if game.referee_agrees else " (DISAGREES)"))
-    if game.end == END_RESIGN:
-        last.append(f"{'Black' if game.winner == 'W' else 'White'} resigns.")
-    last.extend(game.notes)
-    comments: dict[int, str] = {}
-    if game.moves == 0:
-        comments[0] = "\n".join(lines + last)
-    else:
-        comments[0] = "\n".join(lines)
-        comments[game.moves] = "\n".join(last)
-    return comments
-
-
 def _labels(first: list[str], second: list[str]) -> tuple[str, str]:
     def short(args: list[str]) -> str:
         rest = [a for a in args[1:] if a not in ("--mode", "gtp", "--gtp")]
@@ -440,56 +327,6 @@ def _engine_env(args: list[str], home: str) -> dict[str, str] | None:
         return env
     return None
 
-
-def _live_line(console: Console, game: GameResult, total: int, first: str) -> None:
-    first_tag = "1st" if game.first_color == "B" else "2nd"
-    outcome = game.result
-    if game.forfeit:
-        outcome += f" [red]forfeit: {escape(game.forfeit.kind)}[/red]"
-    flag = ""
-    if game.referee_agrees is False:
-        flag = f" [yellow]referee says {escape(game.referee_result or '?')}[/yellow]"
-    winner = "draw"
-    if game.winner is not None:
-        winner = escape(game.black if game.winner == "B" else game.white)
-    console.print(
-        f"game {game.index}/{total}  B: {escape(game.black)} ({first_tag})  "
-        f"W: {escape(game.white)}  [bold]{outcome}[/bold]{flag}  winner {winner}  "
-        f"({game.end}, {game.moves} moves, {game.seconds:.1f} s)",
-        highlight=False,
-        soft_wrap=True,
-    )
-
-
-def print_summary(result: MatchResult, console: Console) -> None:
-    """The end-of-match table: wins/losses per engine and colour, Elo and the SPRT verdict."""
-    counts = result.counts()
-    table = Table(title=f"{len(result.games)} games, {result.size}x{result.size}, "
-                        f"komi {result.komi:g}")
-    for col in ("engine", "wins", "draws", "losses", "as Black W-L", "as White W-L"):
-        table.add_column(col)
-    for label, c in ((result.first, counts["first"]), (result.second, counts["second"])):
-        table.add_row(escape(label), str(c["wins"]), str(c["draws"]), str(c["losses"]),
-                      f"{c['black_wins']}-{c['black_losses']}",
-                      f"{c['white_wins']}-{c['white_losses']}")
-    console.print(table)
-    col = counts["colors"]
-    console.print(f"Black won {col['black_wins']}, White won {col['white_wins']}, "
-                  f"draws {col['draws']}", highlight=False, soft_wrap=True)
-    forfeits = [g for g in result.games if g.forfeit]
-    if forfeits:
-        console.print(f"forfeits: {len(forfeits)} ("
-                      + ", ".join(f"game {g.index} {g.forfeit.color} {g.forfeit.kind}"
-                                  for g in forfeits) + ")", highlight=False, soft_wrap=True)
-    disagreements = [g.index for g in result.games if g.referee_agrees is False]
-    if disagreements:
-        console.print(f"[yellow]score disagreements with the referee in games "
-                      f"{disagreements}[/yellow]")
-    console.print(f"Elo of {escape(result.first)} vs {escape(result.second)}: {result.elo}",
-                  highlight=False, soft_wrap=True)
-    if result.sprt is not None:
-        console.print(str(result.sprt) + (" (stopped early)" if result.stopped_early else ""),
-                      highlight=False, soft_wrap=True)
 
 
 def play_match(
@@ -571,11 +408,11 @@ def play_match(
             if sgf_dir is not None:
                 path = Path(sgf_dir) / f"game-{i:03d}.sgf"
                 save_game(path, state, result=game.result, black=game.black, white=game.white,
-                          comments=_sgf_comments(game, first_label, second_label))
+                          comments=sgf_comments(game, first_label, second_label))
                 game.sgf = str(path)
             results.append(game)
             if progress:
-                _live_line(console, game, games, first_label)
+                live_line(console, game, games, first_label)
             if sprt is not None:
                 w, d, l_ = _first_wdl(results)
                 sprt_result = _sprt(w, d, l_, sprt)

@@ -48,4 +48,6 @@ def get_exporter(name: str) -> Exporter:
 
 def export_model(source: str | os.PathLike, fmt: str, out: str | os.PathLike) -> str:
     """Export ``source`` to ``out`` in format ``fmt``; returns the exporter's summary line."""
-    return get_exporter(fmt)(source, out)
+    from kosumi.models import resolve_model
+
+    return get_exporter(fmt)(resolve_model(source), out)

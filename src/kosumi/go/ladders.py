@@ -24,11 +24,8 @@ published behaviour of KataGo's ladder search (an independent implementation):
   one liberty of (2 * liberties - 3)". Move order can only matter when the 25,000-move budget
   runs out.
 
-``ladder_features(board, size, ko)`` reads a whole board the way the V7 planes need it: every
-chain with 1 or 2 liberties, once. Given the result for a nearby board (``hint``), a chain's
-verdict is reused when none of the points its reading looked at (and their neighbours) changed;
-results are also cached by position (boards repeat across the history planes of consecutive
-positions).
+``ladder_features`` (``kosumi.go.ladder_planes``) reads a whole board with this search, the way
+the V7 planes need it.
 
 Boards are N*N buffers (bytes/bytearray/uint8 numpy) row-major from the top-left, 0 empty,
 1 black, 2 white; points are flat indices; ``ko`` is the simple-ko point or -1.
@@ -37,19 +34,12 @@ Boards are N*N buffers (bytes/bytearray/uint8 numpy) row-major from the top-left
 from __future__ import annotations
 
 import sys
-import threading
-from array import array
-from collections import OrderedDict
-from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
 
-from kosumi import accel
-
 EMPTY, BLACK, WHITE, WALL = 0, 1, 2, 3
 NODE_BUDGET = 25_000
-_CACHE_SIZE = 2048  # boards
 
 
 class _BudgetExceeded(Exception):
@@ -506,8 +496,10 @@ def _start(board, size: int, point: int, ko: int) -> tuple[LadderBoard, int]:
     return lb, loc
 
 
-def _captured_defender_first(lb: LadderBoard, loc: int) -> bool:
-    """The chain at ``loc`` has one liberty; defender to move; root ko ban lifted."""
+def captured_defender_first(lb: LadderBoard, loc: int) -> bool:
+    """Is the chain at ``loc`` (one liberty) captured, defender to move, root ko ban lifted?
+
+    False when the reading exceeds ``NODE_BUDGET`` (the board is restored)."""
     saved_ko = lb.ko
     saved_stones = bytes(lb.c)
     lb.ko = 0
@@ -528,10 +520,10 @@ def is_ladder_captured(board, size: int, point: int, ko: int = -1) -> bool:
     lb, loc = _start(board, size, point, ko)
     if lb.libs_upto(loc, 2) != 1:
         return False
-    return _captured_defender_first(lb, loc)
+    return captured_defender_first(lb, loc)
 
 
-def _working_moves(lb: LadderBoard, loc: int) -> list[int]:
+def working_moves(lb: LadderBoard, loc: int) -> list[int]:
     """Padded locations of the attacker's first moves that capture the 2-liberty chain at loc."""
     pla = lb.c[loc]
     opp = 3 - pla
@@ -546,7 +538,7 @@ def _working_moves(lb: LadderBoard, loc: int) -> list[int]:
             continue
         if lb.is_legal(m, opp):
             rec = lb.play(m, opp)
-            if _captured_defender_first(lb, loc):
+            if captured_defender_first(lb, loc):
                 out.append(m)
             lb.undo(m, opp, rec)
     return out
@@ -558,125 +550,4 @@ def ladder_working_moves(board, size: int, point: int, ko: int = -1) -> list[int
     lb, loc = _start(board, size, point, ko)
     if lb.libs_upto(loc, 3) != 2:
         return []
-    return sorted(lb.to_pt[m] for m in _working_moves(lb, loc))
-
-
-@dataclass(frozen=True)
-class _ChainRecord:
-    """One chain's ladder verdict and what it depended on."""
-
-    captured: bool
-    working: tuple[int, ...]  # flat points
-    libs: tuple[int, ...]  # padded locations of its liberties (the root ko matters only there)
-    reads: bytes  # the padded locations the reading looked around (packed uint16)
-
-
-@dataclass(frozen=True)
-class LadderFeatures:
-    """Ladder status of a whole board.
-
-    captured   bool [N*N]: stones of chains with 1 or 2 liberties that are ladder-captured (a
-               1-liberty chain with its owner to move; a 2-liberty chain with the attacker to move)
-    working    uint8 [3, N*N]: ``working[c]`` marks the attacker's moves that ladder-capture a
-               2-liberty chain of colour ``c`` (row 0 unused)
-    """
-
-    captured: np.ndarray
-    working: np.ndarray
-    size: int = 0
-    board: bytes = b""
-    ko: int = 0  # padded location of the ko point, 0 for none
-    records: dict = field(default_factory=dict, repr=False)  # sorted stones -> _ChainRecord
-
-
-_cache: OrderedDict[tuple, LadderFeatures] = OrderedDict()
-_cache_lock = threading.Lock()
-
-
-def clear_cache() -> None:
-    """Forget cached ``ladder_features`` results."""
-    with _cache_lock:
-        _cache.clear()
-
-
-def _reusable(rec: _ChainRecord, diff: list[int], w: int, ko_old: int, ko_new: int) -> bool:
-    """Does ``rec`` still hold on a board that differs from its own only at ``diff``?
-
-    Every verdict is a function of the contents of the locations the reading looked at and of
-    their neighbours, plus -- for the attacker's first move -- whether the root ko point is one
-    of the chain's liberties."""
-    reads = set(array("H", rec.reads))
-    for d in diff:
-        if d in reads or d - 1 in reads or d + 1 in reads or d - w in reads or d + w in reads:
-            return False
-    return ko_old == ko_new or (ko_old not in rec.libs and ko_new not in rec.libs)
-
-
-def ladder_features(board, size: int, ko: int = -1, cache: bool = True,
-                    hint: LadderFeatures | None = None) -> LadderFeatures:
-    """Ladder-captured stones and ladder-working moves of every 1-2 liberty chain on ``board``.
-
-    ``hint``: the result for another board of the same size (typically one move apart); the
-    verdict of a chain with the same stones is reused when nothing it read has changed, so
-    nearby boards cost little. Results are also cached by (size, board, ko) in an LRU of 2048
-    boards. The returned arrays are read-only."""
-    b = bytes(board)
-    key = (size, ko, b)
-    if cache:
-        with _cache_lock:
-            hit = _cache.get(key)
-            if hit is not None:
-                _cache.move_to_end(key)
-                return hit
-    nn = size * size
-    libs = accel.chain_liberties(b, size)  # bytes: liberties of each stone's chain
-    captured = bytearray(nn)
-    working = bytearray(3 * nn)
-    records: dict[tuple[int, ...], _ChainRecord] = {}
-    lb = LadderBoard(b, size, ko)
-    cand = [p for p in range(nn) if 0 < libs[p] <= 2] if libs.count(1) + libs.count(2) else []
-    if cand:
-        to_loc, to_pt, w = lb.to_loc, lb.to_pt, lb.w
-        diff: list[int] = []
-        old_records: dict = {}
-        if hint is not None and hint.size == size and len(hint.board) == nn:
-            old_records = hint.records
-            hb = hint.board
-            diff = [to_loc[p] for p in range(nn) if hb[p] != b[p]]
-        done = bytearray(nn)
-        for p in cand:
-            if done[p]:
-                continue
-            loc = to_loc[p]
-            lb.reads = set()
-            stones, chain_libs = lb.chain(loc)
-            pts = sorted(to_pt[s] for s in stones)
-            for q in pts:
-                done[q] = 1
-            rkey = tuple(pts)
-            rec = old_records.get(rkey)
-            if rec is None or not _reusable(rec, diff, w, hint.ko, lb.ko):  # type: ignore
-                if libs[p] == 1:
-                    hit = _captured_defender_first(lb, loc)
-                    moves: tuple[int, ...] = ()
-                else:
-                    moves = tuple(sorted(to_pt[m] for m in _working_moves(lb, loc)))
-                    hit = bool(moves)
-                rec = _ChainRecord(hit, moves, tuple(chain_libs),
-                                   array("H", lb.reads).tobytes())
-            records[rkey] = rec
-            if rec.captured:
-                for q in pts:
-                    captured[q] = 1
-                base = b[p] * nn
-                for m in rec.working:
-                    working[base + m] = 1
-    captured = np.frombuffer(bytes(captured), dtype=bool)
-    working = np.frombuffer(bytes(working), dtype=np.uint8).reshape(3, nn)
-    result = LadderFeatures(captured, working, size, b, lb.ko, records)
-    if cache:
-        with _cache_lock:
-            _cache[key] = result
-            if len(_cache) > _CACHE_SIZE:
-                _cache.popitem(last=False)
-    return result
+    return sorted(lb.to_pt[m] for m in working_moves(lb, loc))

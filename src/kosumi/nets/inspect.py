@@ -59,7 +59,9 @@ def register_describer(describer: Describer, first: bool = False) -> None:
 
 def describe_model(path: str | os.PathLike) -> dict[str, Any]:
     """Describe any supported model file (see the module docstring). Raises KosumiError."""
-    path = Path(path)
+    from kosumi.models import resolve_model
+
+    path = resolve_model(path)
     try:
         with open(path, "rb") as f:
             head = f.read(SNIFF_BYTES)

@@ -1,4 +1,4 @@
-"""KataGo model files (``.bin.gz``, ``.txt.gz``, ``.bin``, ``.txt``): reader and PyTorch network.
+"""KataGo model files (``.bin.gz``, ``.txt.gz``, ``.bin``, ``.txt``): reader, sniffer, description.
 
 The format (facts from KataGo's public sources; this is an independent implementation): a stream
 of whitespace-separated ASCII tokens, optionally gzipped. Every float block is either ``@BIN@``
@@ -31,17 +31,15 @@ capped, so a corrupt file can neither hang the reader nor exhaust memory.
 Public API:
 
 ``read_katago(path) -> KataGoModelDesc``   parse and validate (numpy weights, no torch)
-``build_katago_net(desc) -> KataGoNet``     the torch ``nn.Module`` (inference)
-``load_katago(path) -> KataGoNet``          both
+``parse_katago(data, path) -> ...Desc``     the same on decompressed bytes
 ``is_katago_file(path) -> bool``            cheap, gzip-aware sniff of the header
+``sniff_katago(head) -> bool``              the same on the first (decompressed) bytes
 ``describe_katago(path) -> dict``           format, version, blocks, channels, parameters, ...
+``describe_desc(desc) -> dict``             the same for an already parsed model
 
-``KataGoNet.forward(planes, globals)`` takes V7 features (``kosumi.nets.katago_features``) at the
-board's exact size (channel 0 = on board) and returns RAW outputs from the side to move's view:
-``policy`` [B, N*N+1] logits (row-major from the top-left point, then pass), ``value`` [B, 3]
-win/loss/noResult logits, ``score`` [B, 4] raw (score mean/20, pre-softplus stdev/20, lead/20,
-pre-softplus variance of time left/40) and ``ownership`` [B, N*N] pre-tanh. The postprocessing
-KataGo applies lives in ``kosumi.runtime.katago_evaluator``.
+The parsed layers (``KataGoModelDesc`` and friends) are defined in ``kosumi.nets.katago_desc``;
+the torch network built from them (``build_katago_net``, ``load_katago``, ``KataGoNet``) lives in
+``kosumi.nets.katago_net``. This module needs numpy only (no torch).
 """
 
 from __future__ import annotations
@@ -49,16 +47,22 @@ from __future__ import annotations
 import os
 import re
 import zlib
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from kosumi.errors import KosumiError
+from kosumi.nets.katago_desc import (
+    INPUT_FEATURES,
+    SUPPORTED_VERSIONS,
+    BlockDesc,
+    BNDesc,
+    ConvDesc,
+    KataGoModelDesc,
+    MatBiasDesc,
+    MatMulDesc,
+)
 
-SUPPORTED_VERSIONS = (8,)
-#: input features of each supported model version: (name, spatial planes, global inputs)
-INPUT_FEATURES = {8: ("katago_v7", 22, 19)}
 MAX_DECOMPRESSED_BYTES = 1 << 30  # a real KataGo net is far below this (b40c256: ~190 MB)
 MAX_CHANNELS = 16384
 MAX_KERNEL = 31
@@ -66,160 +70,6 @@ MAX_BLOCKS = 1024
 _GZIP_MAGIC = b"\x1f\x8b"
 _WHITESPACE = b" \t\n\r\x0b\x0c"
 _NAME_RE = re.compile(rb"[\x21-\x7e]{1,256}")
-
-
-# ================================================================================ descriptions
-@dataclass
-class ConvDesc:
-    """A convolution: ``weight`` float32 [oc, ic, ky, kx] (PyTorch order), no bias."""
-
-    name: str
-    ky: int
-    kx: int
-    ic: int
-    oc: int
-    dil_y: int
-    dil_x: int
-    weight: np.ndarray
-
-    @property
-    def num_parameters(self) -> int:
-        return int(self.weight.size)
-
-
-@dataclass
-class BNDesc:
-    """A batch norm, y = (x - mean) / sqrt(var + eps) * scale + bias (fixup nets: mean 0, var 1)."""
-
-    name: str
-    channels: int
-    eps: float
-    has_scale: bool
-    has_bias: bool
-    mean: np.ndarray
-    var: np.ndarray
-    scale: np.ndarray
-    bias: np.ndarray
-
-    @property
-    def num_parameters(self) -> int:
-        """Learned values only (scale, bias), as KataGo counts them."""
-        return self.channels * (int(self.has_scale) + int(self.has_bias))
-
-    def merged(self) -> tuple[np.ndarray, np.ndarray]:
-        """(multiplier, offset) float32 [C]: y = x * multiplier + offset."""
-        mult = self.scale.astype(np.float64) / np.sqrt(self.var.astype(np.float64) + self.eps)
-        off = self.bias.astype(np.float64) - mult * self.mean.astype(np.float64)
-        return mult.astype(np.float32), off.astype(np.float32)
-
-
-@dataclass
-class MatMulDesc:
-    """A dense layer without bias: ``weight`` float32 [ic, oc] (y = x @ weight)."""
-
-    name: str
-    ic: int
-    oc: int
-    weight: np.ndarray
-
-    @property
-    def num_parameters(self) -> int:
-        return int(self.weight.size)
-
-
-@dataclass
-class MatBiasDesc:
-    """A bias vector added after a ``MatMulDesc``."""
-
-    name: str
-    channels: int
-    bias: np.ndarray
-
-    @property
-    def num_parameters(self) -> int:
-        return int(self.bias.size)
-
-
-@dataclass
-class BlockDesc:
-    """A residual block: ``kind`` "ordinary" (pre_bn, conv1, mid_bn, conv2) or "gpool"
-    (pre_bn, conv1 = regular conv, gpool_conv, gpool_bn, gpool_mul, mid_bn, conv2)."""
-
-    kind: str
-    name: str
-    pre_bn: BNDesc
-    conv1: ConvDesc
-    mid_bn: BNDesc
-    conv2: ConvDesc
-    gpool_conv: ConvDesc | None = None
-    gpool_bn: BNDesc | None = None
-    gpool_mul: MatMulDesc | None = None
-
-    def layers(self) -> list[Any]:
-        extra = [self.gpool_conv, self.gpool_bn, self.gpool_mul] if self.kind == "gpool" else []
-        return [self.pre_bn, self.conv1, *extra, self.mid_bn, self.conv2]
-
-
-@dataclass
-class KataGoModelDesc:
-    """A parsed KataGo model: header, trunk, policy head, value head (numpy float32 weights)."""
-
-    path: str
-    name: str
-    version: int
-    binary: bool
-    gzipped: bool
-    num_input_channels: int
-    num_input_globals: int
-    trunk_channels: int
-    mid_channels: int
-    regular_channels: int
-    dilated_channels: int
-    gpool_channels: int
-    initial_conv: ConvDesc
-    initial_matmul: MatMulDesc
-    blocks: list[BlockDesc]
-    trunk_tip_bn: BNDesc
-    # policy head
-    p1_conv: ConvDesc
-    g1_conv: ConvDesc
-    g1_bn: BNDesc
-    g1_to_bias: MatMulDesc
-    p1_bn: BNDesc
-    p2_conv: ConvDesc
-    g1_to_pass: MatMulDesc
-    # value head
-    v1_conv: ConvDesc
-    v1_bn: BNDesc
-    v2_mul: MatMulDesc
-    v2_bias: MatBiasDesc
-    v3_mul: MatMulDesc
-    v3_bias: MatBiasDesc
-    sv3_mul: MatMulDesc
-    sv3_bias: MatBiasDesc
-    ownership_conv: ConvDesc
-
-    def all_layers(self) -> list[Any]:
-        out: list[Any] = [self.initial_conv, self.initial_matmul]
-        for b in self.blocks:
-            out.extend(b.layers())
-        out += [self.trunk_tip_bn, self.p1_conv, self.g1_conv, self.g1_bn, self.g1_to_bias,
-                self.p1_bn, self.p2_conv, self.g1_to_pass, self.v1_conv, self.v1_bn, self.v2_mul,
-                self.v2_bias, self.v3_mul, self.v3_bias, self.sv3_mul, self.sv3_bias,
-                self.ownership_conv]
-        return out
-
-    @property
-    def num_parameters(self) -> int:
-        """Parameters as KataGo counts them (conv/matmul weights, biases, BN scale/bias)."""
-        return sum(layer.num_parameters for layer in self.all_layers())
-
-    @property
-    def features(self) -> str:
-        return INPUT_FEATURES[self.version][0]
-
-    def arch(self) -> str:
-        return f"b{len(self.blocks)}c{self.trunk_channels}"
 
 
 # ================================================================================ tokens
@@ -629,155 +479,3 @@ def describe_desc(desc: KataGoModelDesc) -> dict[str, Any]:
         },
         "board_sizes": list(range(2, 20)),
     }
-
-
-# ================================================================================ torch network
-def build_katago_net(desc: KataGoModelDesc) -> Any:
-    """The torch module for a parsed model (float32, eval mode, no gradients)."""
-    return _net_class()(desc)
-
-
-def load_katago(path: str | os.PathLike) -> Any:
-    """Read ``path`` and build its network."""
-    return build_katago_net(read_katago(path))
-
-
-def _make_net_class():
-    import torch
-    import torch.nn.functional as F
-    from torch import nn
-
-    def conv_module(c: ConvDesc) -> nn.Conv2d:
-        m = nn.Conv2d(c.ic, c.oc, (c.ky, c.kx), padding=(c.dil_y * (c.ky // 2),
-                      c.dil_x * (c.kx // 2)), dilation=(c.dil_y, c.dil_x), bias=False)
-        with torch.no_grad():
-            m.weight.copy_(torch.from_numpy(c.weight))
-        return m
-
-    class Affine(nn.Module):
-        """A folded batch norm: y = x * mult + off (per channel)."""
-
-        def __init__(self, bn: BNDesc):
-            super().__init__()
-            mult, off = bn.merged()
-            self.register_buffer("mult", torch.from_numpy(mult).view(1, -1, 1, 1))
-            self.register_buffer("off", torch.from_numpy(off).view(1, -1, 1, 1))
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.addcmul(self.off, x, self.mult)
-
-    def linear(mm: MatMulDesc, bias: MatBiasDesc | None = None) -> nn.Linear:
-        m = nn.Linear(mm.ic, mm.oc, bias=bias is not None)
-        with torch.no_grad():
-            m.weight.copy_(torch.from_numpy(np.ascontiguousarray(mm.weight.T)))
-            if bias is not None:
-                m.bias.copy_(torch.from_numpy(bias.bias))
-        return m
-
-    def gpool(x: torch.Tensor, area: torch.Tensor) -> torch.Tensor:
-        """[mean, mean * (sqrt(area) - 14) / 10, max] over the board -> [B, 3C]."""
-        mean = x.sum(dim=(2, 3)) / area
-        mx = x.amax(dim=(2, 3))
-        return torch.cat((mean, mean * ((area.sqrt() - 14.0) / 10.0), mx), dim=1)
-
-    def value_pool(x: torch.Tensor, area: torch.Tensor) -> torch.Tensor:
-        """[mean, mean * (sqrt(area) - 14) / 10, mean * ((sqrt(area) - 14)^2 / 100 - 0.1)]."""
-        mean = x.sum(dim=(2, 3)) / area
-        off = area.sqrt() - 14.0
-        return torch.cat((mean, mean * (off / 10.0), mean * (off * off / 100.0 - 0.1)), dim=1)
-
-    class Block(nn.Module):
-        def __init__(self, b: BlockDesc):
-            super().__init__()
-            self.gpool = b.kind == "gpool"
-            self.pre = Affine(b.pre_bn)
-            self.conv1 = conv_module(b.conv1)
-            self.mid = Affine(b.mid_bn)
-            self.conv2 = conv_module(b.conv2)
-            if self.gpool:
-                assert b.gpool_conv is not None and b.gpool_bn is not None
-                assert b.gpool_mul is not None
-                self.gconv = conv_module(b.gpool_conv)
-                self.gbn = Affine(b.gpool_bn)
-                self.gmul = linear(b.gpool_mul)
-
-        def forward(self, x: torch.Tensor, area: torch.Tensor) -> torch.Tensor:
-            y = F.relu(self.pre(x))
-            if self.gpool:
-                g = F.relu(self.gbn(self.gconv(y)))
-                a = self.conv1(y) + self.gmul(gpool(g, area))[:, :, None, None]
-            else:
-                a = self.conv1(y)
-            return x + self.conv2(F.relu(self.mid(a)))
-
-    class KataGoNet(nn.Module):
-        """KataGo's version-8 residual net (see the module docstring for inputs/outputs)."""
-
-        def __init__(self, desc: KataGoModelDesc):
-            super().__init__()
-            self.desc_name = desc.name
-            self.version = desc.version
-            self.num_input_channels = desc.num_input_channels
-            self.num_input_globals = desc.num_input_globals
-            self.conv1 = conv_module(desc.initial_conv)
-            self.global_in = linear(desc.initial_matmul)
-            self.blocks = nn.ModuleList(Block(b) for b in desc.blocks)
-            self.tip = Affine(desc.trunk_tip_bn)
-            self.p1 = conv_module(desc.p1_conv)
-            self.g1 = conv_module(desc.g1_conv)
-            self.g1_bn = Affine(desc.g1_bn)
-            self.g1_bias = linear(desc.g1_to_bias)
-            self.p1_bn = Affine(desc.p1_bn)
-            self.p2 = conv_module(desc.p2_conv)
-            self.g1_pass = linear(desc.g1_to_pass)
-            self.v1 = conv_module(desc.v1_conv)
-            self.v1_bn = Affine(desc.v1_bn)
-            self.v2 = linear(desc.v2_mul, desc.v2_bias)
-            self.v3 = linear(desc.v3_mul, desc.v3_bias)
-            self.sv3 = linear(desc.sv3_mul, desc.sv3_bias)
-            self.own = conv_module(desc.ownership_conv)
-            self.eval()
-            for p in self.parameters():
-                p.requires_grad_(False)
-
-        def forward(self, planes: torch.Tensor, globals: torch.Tensor) -> dict[str, torch.Tensor]:
-            bsz = planes.shape[0]
-            area = planes[:, 0].sum(dim=(1, 2)).unsqueeze(1)  # [B, 1] on-board points
-            x = self.conv1(planes) + self.global_in(globals)[:, :, None, None]
-            for block in self.blocks:
-                x = block(x, area)
-            x = F.relu(self.tip(x))
-            # policy
-            g = F.relu(self.g1_bn(self.g1(x)))
-            gp = gpool(g, area)
-            p = self.p1(x) + self.g1_bias(gp)[:, :, None, None]
-            p = self.p2(F.relu(self.p1_bn(p))).reshape(bsz, -1)
-            policy = torch.cat((p, self.g1_pass(gp)), dim=1)
-            # value, score, ownership
-            v = F.relu(self.v1_bn(self.v1(x)))
-            h = F.relu(self.v2(value_pool(v, area)))
-            return {
-                "policy": policy,
-                "value": self.v3(h),
-                "score": self.sv3(h),
-                "ownership": self.own(v).reshape(bsz, -1),
-            }
-
-    return KataGoNet
-
-
-_NET_CLASS: Any = None
-
-
-def _net_class() -> Any:
-    global _NET_CLASS
-    if _NET_CLASS is None:
-        _NET_CLASS = _make_net_class()
-    return _NET_CLASS
-
-
-def __getattr__(name: str) -> Any:
-    """``KataGoNet`` is created on first use, so that importing this module never imports torch."""
-    if name == "KataGoNet":
-        return _net_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """KataGo's input features V7 (model versions 8-17): 22 spatial planes + 19 global inputs.
 
-Computed with kosumi's own rules engine (``GameState``), ladder reader (``go.ladders``) and
+Computed with kosumi's own rules engine (``GameState``), ladder reader (``go.ladder_planes``) and
 pass-alive analysis (``go.benson``), following the published definition of KataGo's V7 inputs
 for area scoring in the main phase (kosumi has no territory scoring, encore, tax or button, so
 the planes and globals for those are always 0). Everything is from the side to move's view
@@ -64,7 +64,7 @@ from kosumi import accel
 from kosumi.go.benson import area_map
 from kosumi.go.board import KO_POSITIONAL, KO_SIMPLE, GameState, Rules
 from kosumi.go.coords import EMPTY, PASS, WHITE, neighbor_table
-from kosumi.go.ladders import ladder_features
+from kosumi.go.ladder_planes import ladder_features
 from kosumi.nets.features import (
     FEATURE_SETS,
     FeatureSet,

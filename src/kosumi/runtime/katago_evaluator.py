@@ -2,7 +2,7 @@
 
 Per batch (split by board size): V7 features (``kosumi.nets.katago_features``), optionally the
 same positions under several board symmetries stacked into one forward pass, the torch net
-(``kosumi.nets.katago``), then KataGo's postprocessing:
+(``kosumi.nets.katago_net``), then KataGo's postprocessing:
 
 - policy: illegal points (``GameState.legal_mask``; pass is always legal) are masked BEFORE the
   softmax over points + pass, so they get exactly 0;
@@ -220,7 +220,7 @@ class KataGoEvaluator(Evaluator):
 def load_katago_evaluator(path: str | os.PathLike, threads: int = 1, symmetries: int = 1,
                           device: str | None = None) -> KataGoEvaluator:
     """Open a KataGo model file as an Evaluator (KosumiError with one line on a bad file)."""
-    from kosumi.nets.katago import build_katago_net
+    from kosumi.nets.katago_net import build_katago_net
 
     desc = read_katago(path)
     net = build_katago_net(desc)

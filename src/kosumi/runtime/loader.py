@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kosumi.errors import KosumiError
+from kosumi.models import resolve_model
 from kosumi.runtime.evaluator import CachedEvaluator, Evaluator
 
 SNIFF_BYTES = 4096
@@ -55,7 +56,7 @@ def register_model_format(fmt: ModelFormat, first: bool = False) -> None:
 
 def detect_format(path: str | os.PathLike) -> ModelFormat:
     """The registered format that claims the file; KosumiError if none does."""
-    path = Path(path)
+    path = resolve_model(path)
     try:
         with open(path, "rb") as f:
             head = f.read(SNIFF_BYTES)
@@ -83,7 +84,7 @@ def load_evaluator(path: str | os.PathLike, backend: str = "torch", threads: int
         raise KosumiError(f"symmetries must be 1..8, not {symmetries}")
     options = LoadOptions(backend=backend, threads=threads, device=device,
                           symmetries=int(symmetries))
-    path = Path(path)
+    path = resolve_model(path)
     evaluator = detect_format(path).open(path, options)
     return CachedEvaluator(evaluator, capacity=cache_size) if cache else evaluator
 

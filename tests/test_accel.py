@@ -648,3 +648,25 @@ def test_mcts_select_child_uses_accel():
     assert mcts._select_child(root) == expected
     assert root.visits >= 64
 
+
+
+# ------------------------------------------------------------------------------ policy_children
+def test_policy_children_hand_example_and_pass_always_kept():
+    for impl in {accel.policy_children, accel.py_policy_children}:
+        moves, priors = impl(np.array([0, 0.5, 0, 0.25, 0], dtype=np.float32))
+        assert np.frombuffer(moves, np.int16).tolist() == [1, 3, 4]  # pass (last) kept at 0
+        np.testing.assert_allclose(np.frombuffer(priors), [2 / 3, 1 / 3, 0.0])
+        moves, priors = impl(np.zeros(10, dtype=np.float32))  # nothing: pass alone, prior 1
+        assert np.frombuffer(moves, np.int16).tolist() == [9]
+        assert np.frombuffer(priors).tolist() == [1.0]
+
+
+def test_policy_children_c_equals_fallback():
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        k = int(rng.integers(2, 363))
+        pol = rng.random(k).astype(np.float32) * (rng.random(k) < 0.7)
+        pol /= max(pol.sum(), 1e-9)
+        assert accel.policy_children(pol) == accel.py_policy_children(pol)
+    with pytest.raises(ValueError):
+        accel.policy_children(np.zeros(5, dtype=np.float64))

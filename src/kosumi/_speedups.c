@@ -625,6 +625,74 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* policy_children                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(policy_children_doc,
+"policy_children(policy, /) -> (moves: bytes, priors: bytes)\n\n"
+"The children of a search node from a policy (a float32 buffer over points + pass, pass last):\n"
+"the indices i with policy_i > 0, and always the last one (pass), as int16 items, and their\n"
+"priors normalised to sum 1 as float64 items (summed in index order).");
+
+static PyObject *
+policy_children(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer pv;
+    Py_ssize_t k, i, m = 0;
+    const float *pol;
+    short *moves;
+    double *priors, total = 0.0, scale;
+    PyObject *mb = NULL, *pb = NULL, *result = NULL;
+    (void)self;
+
+    if (nargs != 1) {
+        PyErr_Format(PyExc_TypeError, "policy_children() takes exactly 1 argument (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &pv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    if (pv.itemsize != 4 || pv.format == NULL || strcmp(pv.format, "f") != 0) {
+        PyErr_SetString(PyExc_ValueError, "policy must be a C-contiguous float32 buffer");
+        goto done;
+    }
+    k = pv.len / 4;
+    if (k < 1 || k > 32767) {
+        PyErr_Format(PyExc_ValueError, "policy must have 1..32767 entries, not %zd", k);
+        goto done;
+    }
+    pol = (const float *)pv.buf;
+    mb = PyBytes_FromStringAndSize(NULL, k * (Py_ssize_t)sizeof(short));
+    pb = PyBytes_FromStringAndSize(NULL, k * (Py_ssize_t)sizeof(double));
+    if (mb == NULL || pb == NULL)
+        goto done;
+    moves = (short *)PyBytes_AS_STRING(mb);
+    priors = (double *)PyBytes_AS_STRING(pb);
+    for (i = 0; i < k; i++) {
+        if (pol[i] > 0.0f || i == k - 1) {
+            moves[m] = (short)i;
+            priors[m] = pol[i] > 0.0f ? (double)pol[i] : 0.0;
+            total += priors[m];
+            m++;
+        }
+    }
+    scale = total > 0.0 ? 1.0 / total : 0.0;
+    for (i = 0; i < m; i++)
+        priors[i] *= scale;
+    if (total <= 0.0)
+        priors[m - 1] = 1.0;  /* nothing but pass */
+    if (_PyBytes_Resize(&mb, m * (Py_ssize_t)sizeof(short)) < 0 ||
+        _PyBytes_Resize(&pb, m * (Py_ssize_t)sizeof(double)) < 0)
+        goto done;
+    result = PyTuple_Pack(2, mb, pb);
+done:
+    Py_XDECREF(mb);
+    Py_XDECREF(pb);
+    PyBuffer_Release(&pv);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* module                                                                                      */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -636,6 +704,8 @@ static PyMethodDef speedups_methods[] = {
      METH_VARARGS | METH_KEYWORDS, chain_liberties_doc},
     {"area_ownership", (PyCFunction)(void (*)(void))area_ownership,
      METH_VARARGS | METH_KEYWORDS, area_ownership_doc},
+    {"policy_children", (PyCFunction)(void (*)(void))policy_children, METH_FASTCALL,
+     policy_children_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -50,10 +50,12 @@ __all__ = [
     "area_ownership",
     "chain_liberties",
     "legal_mask",
+    "policy_children",
     "puct_select",
     "py_area_ownership",
     "py_chain_liberties",
     "py_legal_mask",
+    "py_policy_children",
     "py_puct_select",
 ]
 
@@ -322,6 +324,26 @@ def py_area_ownership(board, size, out=None):
     return _result(owner, out)
 
 
+def py_policy_children(policy, /) -> tuple[bytes, bytes]:
+    """Fallback of ``policy_children``: (int16 indices with policy > 0 plus the last one (pass),
+    float64 priors normalised in index order), both as bytes."""
+    pol = np.frombuffer(memoryview(policy).cast("B"), dtype=np.float32)
+    if not 1 <= len(pol) <= 32767:
+        raise ValueError(f"policy must have 1..32767 entries, not {len(pol)}")
+    keep = pol > 0
+    keep[-1] = True
+    idx = np.flatnonzero(keep)
+    pri = np.where(pol[idx] > 0, pol[idx], 0).astype(np.float64)
+    total = 0.0
+    for x in pri:  # index order, as the C code sums
+        total += float(x)
+    if total > 0:
+        pri *= 1.0 / total
+    else:
+        pri[-1] = 1.0
+    return idx.astype(np.int16).tobytes(), pri.tobytes()
+
+
 # ---------------------------------------------------------------------------------- selection
 _c = None
 if os.environ.get("KOSUMI_NO_SPEEDUPS", "").strip() in ("", "0"):
@@ -338,8 +360,10 @@ if _c is not None:
     legal_mask = _c.legal_mask
     chain_liberties = _c.chain_liberties
     area_ownership = _c.area_ownership
+    policy_children = _c.policy_children
 else:
     puct_select = py_puct_select
     legal_mask = py_legal_mask
     chain_liberties = py_chain_liberties
     area_ownership = py_area_ownership
+    policy_children = py_policy_children

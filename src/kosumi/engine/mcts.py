@@ -75,8 +75,8 @@ class Node:
 
     def __init__(self, state: GameState):
         self.state = state
-        self.moves: np.ndarray | None = None  # policy indices (N*N = pass)
-        self.priors: np.ndarray | None = None
+        self.moves: array | None = None  # int16 policy indices of the children (N*N = pass)
+        self.priors: array | None = None  # float64, summing to 1
         # per-child statistics as float64 arrays (array.array: cheap scalar updates, not tracked
         # by the GC, and a buffer for the C selection): visits (virtual loss included while
         # pending), summed values from this node's mover's view, summed score leads (same view)
@@ -135,8 +135,10 @@ class MCTS:
                         node = None
                         break
                     idx = state.size * state.size if mv == PASS else mv
-                    hits = np.flatnonzero(node.moves == idx)
-                    node = node.children[hits[0]] if len(hits) else None
+                    try:
+                        node = node.children[node.moves.index(idx)]
+                    except ValueError:  # the move was not a child (e.g. pruned prior)
+                        node = None
                 if node is not None and node.state.to_move == state.to_move and not node.pending:
                     root = node
         if root is None:
@@ -146,19 +148,16 @@ class MCTS:
 
     # ------------------------------------------------------------------ expansion
     def _expand(self, node: Node, ev) -> None:
-        pol = ev.policy
-        idx = (pol > 0).nonzero()[0]
-        last = len(pol) - 1
-        if not len(idx) or idx[-1] != last:  # pass is always a child: finished games must
-            idx = np.append(idx, last)  # stay reachable even if its prior underflowed to 0
-        pri = pol[idx].astype(np.float64)
-        pri *= 1.0 / max(pri.sum(), 1e-30)
-        node.moves = idx
-        node.priors = pri
-        k = len(idx)
-        zeros = bytes(8 * k)
+        # children: the moves with a prior > 0, and always pass (finished games must stay
+        # reachable even when its prior underflowed to 0); see kosumi.accel.policy_children
+        move_bytes, prior_bytes = accel.policy_children(ev.policy)
+        node.moves = moves = array("h")
+        moves.frombytes(move_bytes)
+        node.priors = priors = array("d")
+        priors.frombytes(prior_bytes)
+        zeros = bytes(len(prior_bytes))
         node.n, node.w, node.s = array("d", zeros), array("d", zeros), array("d", zeros)
-        node.children = [None] * k
+        node.children = [None] * len(moves)
         node.value = float(ev.value)
         node.score = None if ev.score_lead is None else float(ev.score_lead)
         node.pending = False
@@ -167,8 +166,8 @@ class MCTS:
         cfg = self.config
         if cfg.dirichlet_alpha > 0 and node.expanded and len(node.priors) > 1:
             noise = self.rng.dirichlet([cfg.dirichlet_alpha] * len(node.priors))
-            node.priors = (1 - cfg.noise_fraction) * node.priors + cfg.noise_fraction * noise
-            node.priors /= node.priors.sum()
+            mixed = (1 - cfg.noise_fraction) * np.frombuffer(node.priors) + cfg.noise_fraction * noise
+            node.priors = array("d", (mixed / mixed.sum()).tobytes())
 
     # ------------------------------------------------------------------ selection
     def _select_child(self, node: Node) -> int:
@@ -319,7 +318,7 @@ class MCTS:
         size = root.state.size
         infos = []
         if root.expanded:
-            order = np.lexsort((-root.priors, -np.frombuffer(root.n)))
+            order = np.lexsort((-np.frombuffer(root.priors), -np.frombuffer(root.n)))
             for i in order:
                 nv = root.n[i]
                 if nv <= 0:

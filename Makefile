@@ -4,7 +4,6 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
-GNUGO  := /usr/games/gnugo
 
 .PHONY: demo test lint bench clean
 
@@ -16,12 +15,7 @@ $(STAMP): pyproject.toml setup.py
 	$(PY) -m pip install -q -e ".[all,dev]"
 	touch $(STAMP)
 
-$(GNUGO):
-	@if [ "$$(id -u)" = 0 ]; then \
-	  (apt-get update -qq && apt-get install -y -qq --no-install-recommends gnugo) >/dev/null; \
-	else echo "GNU Go is missing: sudo apt-get install gnugo"; exit 1; fi
-
-demo: $(STAMP) $(GNUGO)
+demo: $(STAMP)
 	$(PY) -m kosumi.demo
 
 test: $(STAMP)

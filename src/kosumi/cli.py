@@ -156,6 +156,12 @@ def gtp_command(
         0.0, "--resign-threshold", min=0.0, max=1.0, help="Resign below this winrate (0: never)."
     ),
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed."),
+    temperature: float = typer.Option(
+        0.0, "--temperature", min=0.0, help="Sample early moves by visits^(1/T) (0: best move)."
+    ),
+    temperature_moves: int = typer.Option(
+        0, "--temperature-moves", min=0, help="Game moves the temperature applies to (openings)."
+    ),
 ) -> None:
     """Play and analyse over GTP on stdin/stdout (for GUIs, match runners and servers)."""
     from kosumi.engine.gtp_engine import GTPEngine, load_model
@@ -165,7 +171,8 @@ def gtp_command(
         evaluator = load_model(model, threads=threads)
     except KosumiError as e:
         fail(str(e))
-    config = SearchConfig(visits=visits, batch=batch, resign_threshold=resign_threshold, seed=seed)
+    config = SearchConfig(visits=visits, batch=batch, resign_threshold=resign_threshold, seed=seed,
+                          temperature=temperature, temperature_moves=temperature_moves)
     GTPEngine(evaluator, config, time_per_move=time_per_move).run()
 
 

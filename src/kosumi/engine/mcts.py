@@ -231,8 +231,12 @@ class MCTS:
                 node.s[i] += score if same else -score
         if ownership is not None:
             root = path[0][0] if path else leaf
-            own = ownership if root.state.to_move == leaf_color else -ownership
-            root.own_sum = own.copy() if root.own_sum is None else root.own_sum + own
+            if root.own_sum is None:
+                root.own_sum = np.zeros(len(ownership))
+            if root.state.to_move == leaf_color:
+                root.own_sum += ownership
+            else:
+                root.own_sum -= ownership
             root.own_n += 1
 
     # ------------------------------------------------------------------ search

@@ -108,6 +108,37 @@ def engine_speed(model: Path, size: int, visits: int, batch: int,
 LEELAZ = "/usr/games/leelaz"
 
 
+class ZeroBackend:
+    """A backend that costs nothing: uniform logits, even value. Everything else still runs."""
+
+    def forward(self, planes, globals_):
+        b, _, n, _ = planes.shape
+        return {"policy": np.zeros((b, n * n + 1), np.float32),
+                "value": np.zeros((b, 3), np.float32), "score_lead": np.zeros(b, np.float32),
+                "ownership": np.zeros((b, n * n), np.float32)}
+
+    def close(self):
+        pass
+
+
+def search_only(size: int, visits: int, batch: int, repeat: int = 3) -> dict:
+    """Search overhead per playout with a zero-cost network (best of ``repeat``)."""
+    from kosumi.nets.config import NetConfig
+    from kosumi.runtime.net_evaluator import NetEvaluator
+
+    config = NetConfig(arch="b1c8", features="basic", head="conv", board_sizes=[size])
+    evaluator = NetEvaluator(ZeroBackend(), config)
+    state = random_game(size, size * size // 3, 7)
+    mcts = MCTS(evaluator, SearchConfig(visits=visits, batch=batch, reuse_tree=False, seed=1))
+    best = float("inf")
+    for _ in range(repeat):
+        mcts.clear()
+        t0 = time.perf_counter()
+        result = mcts.search(state)
+        best = min(best, (time.perf_counter() - t0) / result.playouts)
+    return {"visits": visits, "overhead_us_per_playout": round(best * 1e6, 1)}
+
+
 def leelaz_comparison(tmp: Path, visits: int, batch: int, arch: str = "b6c64") -> dict:
     """The same lz-head net in Leela Zero's own engine (``leelaz --benchmark``, 1 thread,
     empty 19x19 board) and in kosumi's engine (torch backend, 1 thread, same position)."""
@@ -166,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"visits": args.visits, "batch": args.batch, "threads": 1,
                      "position": "after N*N/3 random moves"},
         "rules": {f"{n}x{n}": rules_speed(n) for n in sizes},
+        "search_only_zero_net": {f"{n}x{n}": search_only(n, 3000, args.batch) for n in sizes},
         "engine": {},
     }
     with tempfile.TemporaryDirectory() as tmp:

@@ -17,10 +17,10 @@ from kosumi.distill.positions import (
     Position,
     PositionStore,
     canonical_key,
-    import_sgf,
     read_positions,
     write_positions,
 )
+from kosumi.distill.sgf_import import import_sgf
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, PASS, WHITE

@@ -26,13 +26,11 @@ from typer.testing import CliRunner
 from kosumi.distill import metrics as M
 from kosumi.distill.train import (
     DistillOptions,
-    RunPaths,
-    check_teacher,
     default_warmup,
     distill,
     learning_rate,
-    read_training_state,
 )
+from kosumi.distill.train_state import RunPaths, check_teacher, read_training_state
 from kosumi.errors import KosumiError
 from kosumi.nets.checkpoint import load_net, read_checkpoint
 

@@ -44,6 +44,8 @@ from functools import cache
 
 import numpy as np
 
+from kosumi.go.coords import neighbor_table  # coords imports only numpy: no cycle
+
 __all__ = [
     "HAVE_C",
     "IMPLEMENTATION",
@@ -126,25 +128,6 @@ def _f64(x, name: str) -> np.ndarray:
     if not mv.c_contiguous:
         raise ValueError(f"{name} must be a C-contiguous float64 buffer")
     return np.frombuffer(mv, dtype=np.float64)
-
-
-@cache
-def _neighbors(size: int) -> tuple[tuple[int, ...], ...]:
-    """Orthogonal on-board neighbours of each point (as kosumi.go.coords.neighbor_table)."""
-    out = []
-    for p in range(size * size):
-        x, y = p % size, p // size
-        nb = []
-        if y > 0:
-            nb.append(p - size)
-        if x > 0:
-            nb.append(p - 1)
-        if x < size - 1:
-            nb.append(p + 1)
-        if y < size - 1:
-            nb.append(p + size)
-        out.append(tuple(nb))
-    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------- fallbacks
@@ -256,7 +239,7 @@ def py_legal_mask(board, size, color, ko, suicide_allowed, out=None):
     surrounded = (e & ~n).to_bytes(nn, "little")
     p = surrounded.find(1)
     if p >= 0:
-        nb = _neighbors(size)
+        nb = neighbor_table(size)
         libs_of: dict[int, int] = {}  # stone -> liberties of its chain (capped at 2)
         while p >= 0:
             legal = own = False
@@ -283,7 +266,7 @@ def py_legal_mask(board, size, color, ko, suicide_allowed, out=None):
 def py_chain_liberties(board, size, out=None):
     """Pure-Python version of ``chain_liberties``."""
     size, bb = _board(board, size)
-    nb = _neighbors(size)
+    nb = neighbor_table(size)
     res = bytearray(size * size)
     done = bytearray(size * size)
     for p in range(size * size):
@@ -299,7 +282,7 @@ def py_chain_liberties(board, size, out=None):
 def py_area_ownership(board, size, out=None):
     """Pure-Python version of ``area_ownership`` (the algorithm of ``GameState.area_ownership``)."""
     size, bb = _board(board, size)
-    nb = _neighbors(size)
+    nb = neighbor_table(size)
     owner = bytearray(bb)
     seen = bytearray(size * size)
     for p in range(size * size):

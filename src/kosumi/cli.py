@@ -317,7 +317,7 @@ def positions_command(
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Warn about bad SGF files, go on."),
 ) -> None:
     """Import every position of the main line of SGF games (any board size), deduplicated."""
-    from kosumi.distill.positions import import_sgf
+    from kosumi.distill.sgf_import import import_sgf
 
     try:
         stats = import_sgf([*from_sgf, *(more_sgf or [])], out, rules=rules, sample=sample, seed=seed,

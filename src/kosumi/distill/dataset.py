@@ -50,7 +50,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -60,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from kosumi.errors import KosumiError
+from kosumi.fileio import atomic_writer
 from kosumi.go.board import GameState, IllegalMove
 from kosumi.go.coords import symmetry_permutation
 from kosumi.nets.features import get_feature_set
@@ -196,19 +196,8 @@ def save_cached(path: Path, data: SizeData, meta: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays = data.to_arrays()
     arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_writer(path) as f:
+        np.savez(f, **arrays)
 
 
 def load_cached(path: Path, meta: dict[str, Any]) -> SizeData | None:

@@ -31,7 +31,7 @@ import numpy as np
 import zstandard
 
 from kosumi.errors import KosumiError
-from kosumi.nets.checkpoint import atomic_write
+from kosumi.fileio import atomic_write
 
 MANIFEST = "manifest.json"
 LOCK = ".lock"

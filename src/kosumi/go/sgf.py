@@ -14,7 +14,6 @@ when needed, the moves, RE and PB/PW; ``save_game`` replaces the target file ato
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 from sgfmill import sgf
 
 from kosumi.errors import KosumiError
+from kosumi.fileio import atomic_write
 from kosumi.go.board import GameState, IllegalMove, Rules
 from kosumi.go.coords import (
     BLACK,
@@ -231,34 +231,6 @@ def state_to_sgf(
     return game.serialise()
 
 
-def write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder, fsync and rename."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
-
-
 def save_game(
     path: str | os.PathLike,
     state: GameState,
@@ -271,7 +243,7 @@ def save_game(
     path = Path(path)
     data = state_to_sgf(state, result=result, black=black, white=white, comments=comments)
     try:
-        write_atomic(path, data)
+        atomic_write(path, data)
     except OSError as e:
         raise KosumiError(f"{path}: cannot write SGF: {e.strerror or e}") from None
     return path

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kosumi.errors import KosumiError
+from kosumi.fileio import atomic_write  # re-exported: the one atomic write lives in fileio
 from kosumi.nets.config import NetConfig
 
 if TYPE_CHECKING:
@@ -52,33 +52,6 @@ class Checkpoint:
 
 
 # ---------------------------------------------------------------------------- writing
-def atomic_write(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable
-        dfd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
-
-
 def checkpoint_bytes(tensors: dict[str, Any], config: NetConfig,
                      metadata: dict[str, str] | None = None) -> bytes:
     """Serialise ``tensors`` (numpy arrays or torch tensors) + ``config`` as safetensors bytes."""

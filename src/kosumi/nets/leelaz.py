@@ -459,7 +459,7 @@ def write_leelaz(path: str | os.PathLike, weights: LeelaZeroWeights,
                  gzipped: bool | None = None) -> int:
     """Validate and write ``weights`` atomically; gzip when ``gzipped`` (default: the name ends
     in ``.gz``). Returns the number of bytes written."""
-    from kosumi.nets.checkpoint import atomic_write
+    from kosumi.fileio import atomic_write
 
     if gzipped is None:
         gzipped = str(path).lower().endswith(".gz")

@@ -73,7 +73,7 @@ def plot_learning_curves(records: Sequence[dict[str, Any]], path: str | os.PathL
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from kosumi.nets.checkpoint import atomic_write
+    from kosumi.fileio import atomic_write
 
     path = Path(path)
     fig = Figure(figsize=(11, 7.5), dpi=90)

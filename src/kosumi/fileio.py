@@ -1,0 +1,69 @@
+"""Atomic file writes: the one place kosumi replaces a file on disk.
+
+``atomic_writer(path)`` yields a binary file object that writes a temporary file in the same
+folder as ``path`` (``.NAME.XXXX.tmp``, private permissions as ``mkstemp`` makes them); when the
+``with`` block ends normally the data is flushed, fsynced and the temporary file renamed over
+``path`` (``os.replace``), then the folder is fsynced (best effort) so that the rename itself is
+durable. If anything fails -- in the block, the fsync or the rename -- the temporary file is
+removed, the old ``path`` (if any) is left as it was, and the exception propagates.
+``atomic_write(path, data)`` is the one-shot form for bytes already in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["atomic_write", "atomic_writer"]
+
+
+@contextmanager
+def atomic_writer(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """Stream into ``path`` atomically: temp file in the same folder, fsync, rename.
+
+    Yields the open temporary file (binary); on a normal exit it is fsynced and renamed over
+    ``path``, on an exception it is deleted and ``path`` is untouched.
+    """
+    path = Path(path)
+    folder = path.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(folder)
+
+
+def atomic_write(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename.
+
+    On failure the temporary file is removed and the old ``path`` (if any) is left unchanged.
+    """
+    with atomic_writer(path) as f:
+        f.write(data)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable; best effort (some systems cannot fsync a folder)."""
+    try:
+        dfd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)

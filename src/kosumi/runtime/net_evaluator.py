@@ -34,15 +34,17 @@ from kosumi.runtime.evaluator import Evaluation, Evaluator
 
 
 def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis restricted to ``legal`` (bool, same shape); illegal -> 0.
+    """Softmax over the last axis restricted to ``legal`` (bool, broadcastable); illegal -> 0.
 
-    Computed in float64, returned as float32. Every row needs at least one legal entry.
+    float32, in place on one copy (this runs at every search leaf: a float64 version with
+    temporaries cost ~13 us per position). Every row needs at least one legal entry.
     """
-    x = np.where(legal, logits.astype(np.float64), -np.inf)
+    x = np.array(logits, dtype=np.float32)
+    np.copyto(x, -np.inf, where=~legal)
     x -= x.max(axis=-1, keepdims=True)
-    e = np.exp(x)  # exp(-inf) = 0 exactly at illegal points
-    e /= e.sum(axis=-1, keepdims=True)
-    return e.astype(np.float32)
+    np.exp(x, out=x)  # exp(-inf) = 0 exactly at illegal points
+    x /= x.sum(axis=-1, keepdims=True)
+    return x
 
 
 def wdl_probabilities(value: np.ndarray) -> np.ndarray:

@@ -133,14 +133,19 @@ class NetEvaluator(Evaluator):
                     own[j] = own[j][:, perm]
         policy = masked_softmax(logits, legal[None])
         raw_value = out["value"].reshape(k, bsz, -1)
-        value = win_probability(raw_value, self.config.value)
-        wdl = wdl_probabilities(raw_value).mean(axis=0) if self.config.value == "wdl" else None
+        wdl = None
+        if self.config.value == "wdl":  # one softmax gives both the wdl and the win probability
+            wdl_k = wdl_probabilities(raw_value)
+            value = np.clip(wdl_k[..., 0] + 0.5 * wdl_k[..., 2], 0.0, 1.0)
+            wdl = wdl_k.mean(axis=0)
+        else:
+            value = win_probability(raw_value, self.config.value)
         lead = out.get("score_lead")
         lead = None if lead is None else lead.reshape(k, bsz)
         if k == 1:
             policy, value = policy[0], value[0]
             lead = None if lead is None else lead[0]
-            own = None if own is None else own[0].astype(np.float32)
+            own = None if own is None else own[0].astype(np.float32, copy=False)
         else:  # average over the symmetries
             policy = policy.mean(axis=0, dtype=np.float64)
             policy = (policy / policy.sum(axis=1, keepdims=True)).astype(np.float32)

@@ -9,11 +9,11 @@ packed formats register here with ``register_export_format``.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable
 
 from kosumi.errors import KosumiError
+from kosumi.lazy import resolve
 
 Exporter = Callable[[str | os.PathLike, str | os.PathLike], str]
 
@@ -36,14 +36,7 @@ def get_exporter(name: str) -> Exporter:
         raise KosumiError(f"unknown export format {name!r} (known: "
                           f"{', '.join(sorted(EXPORT_FORMATS))})")
     target = entry[1]
-    if callable(target):
-        return target
-    module, _, func = target.partition(":")
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as e:
-        raise KosumiError(f"export format {name!r} is not available: {e}") from None
-    return getattr(mod, func)
+    return resolve(target, f"export format {name!r}")
 
 
 def export_model(source: str | os.PathLike, fmt: str, out: str | os.PathLike) -> str:

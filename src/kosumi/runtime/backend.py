@@ -14,7 +14,6 @@ done once for every backend. Backends register by name with a lazily imported fa
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kosumi.errors import KosumiError
+from kosumi.lazy import resolve
 
 if TYPE_CHECKING:
     from kosumi.nets.checkpoint import Checkpoint
@@ -57,14 +57,7 @@ def backend_factory(name: str) -> Callable[..., Backend]:
     target = BACKENDS.get(name)
     if target is None:
         raise KosumiError(f"unknown backend {name!r} (known: {', '.join(sorted(BACKENDS))})")
-    if callable(target):
-        return target
-    module, _, func = target.partition(":")
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as e:
-        raise KosumiError(f"backend {name!r} is not available: {e}") from None
-    return getattr(mod, func)
+    return resolve(target, f"backend {name!r}")
 
 
 def make_backend(name: str, checkpoint: Checkpoint, path: str = "", threads: int = 1,

@@ -19,6 +19,17 @@ import numpy as np
 from kosumi.go.board import GameState
 
 
+def same_size_chunks(states: Sequence[GameState], max_batch: int) -> list[list[int]]:
+    """Indices of ``states`` grouped by board size (in first-seen order) and cut into chunks of
+    at most ``max_batch``: networks run one board size per forward pass."""
+    by_size: dict[int, list[int]] = {}
+    for i, s in enumerate(states):
+        by_size.setdefault(s.size, []).append(i)
+    step = max(1, int(max_batch))
+    return [idx[start : start + step] for idx in by_size.values()
+            for start in range(0, len(idx), step)]
+
+
 @dataclass
 class Evaluation:
     """A network's verdict on one position, from the side to move's view.

@@ -34,7 +34,7 @@ from kosumi.errors import KosumiError
 from kosumi.go.board import KO_SIMPLE, GameState
 from kosumi.go.coords import WHITE, symmetry_permutation
 from kosumi.nets.katago import describe_desc, is_katago_file, read_katago
-from kosumi.runtime.evaluator import Evaluation, Evaluator
+from kosumi.runtime.evaluator import Evaluation, Evaluator, same_size_chunks
 
 __all__ = ["KataGoEvaluator", "KataGoOutput", "is_katago_file", "load_katago_evaluator"]
 
@@ -143,18 +143,14 @@ class KataGoEvaluator(Evaluator):
 
     def evaluate_full(self, states: Sequence[GameState]) -> list[KataGoOutput]:
         """Every head's postprocessed output for each position (side to move's view)."""
-        by_size: dict[int, list[int]] = {}
-        for i, s in enumerate(states):
+        for s in states:
             if not self.supports_size(s.size):
                 raise KosumiError(f"{self.name}: cannot evaluate a {s.size}x{s.size} board")
-            by_size.setdefault(s.size, []).append(i)
         results: list[KataGoOutput | None] = [None] * len(states)
-        for idx in by_size.values():
-            step = max(1, self.max_batch // len(self.symmetries))
-            for start in range(0, len(idx), step):
-                chunk = idx[start : start + step]
-                for i, o in zip(chunk, self._evaluate_same_size([states[i] for i in chunk])):
-                    results[i] = o
+        step = max(1, self.max_batch // len(self.symmetries))
+        for chunk in same_size_chunks(states, step):
+            for i, o in zip(chunk, self._evaluate_same_size([states[i] for i in chunk])):
+                results[i] = o
         return results  # type: ignore[return-value]
 
     def _evaluate_same_size(self, states: list[GameState]) -> list[KataGoOutput]:

@@ -30,7 +30,7 @@ from kosumi.go.coords import symmetry_permutation
 from kosumi.nets.config import NetConfig
 from kosumi.nets.features import get_feature_set
 from kosumi.runtime.backend import Backend
-from kosumi.runtime.evaluator import Evaluation, Evaluator
+from kosumi.runtime.evaluator import Evaluation, Evaluator, same_size_chunks
 
 
 def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
@@ -85,19 +85,15 @@ class NetEvaluator(Evaluator):
         return self.config.supports_size(size)
 
     def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
-        by_size: dict[int, list[int]] = {}
-        for i, s in enumerate(states):
-            by_size.setdefault(s.size, []).append(i)
-        results: list[Evaluation | None] = [None] * len(states)
-        for size, idx in by_size.items():
+        for size in {s.size for s in states}:
             if not self.supports_size(size):
                 sizes = ",".join(map(str, self.config.board_sizes))
                 raise KosumiError(f"{self.name}: this net does not play {size}x{size} "
                                   f"(board sizes: {sizes})")
-            for start in range(0, len(idx), self.max_batch):
-                chunk = idx[start : start + self.max_batch]
-                for i, e in zip(chunk, self._evaluate_same_size([states[i] for i in chunk])):
-                    results[i] = e
+        results: list[Evaluation | None] = [None] * len(states)
+        for chunk in same_size_chunks(states, self.max_batch):
+            for i, e in zip(chunk, self._evaluate_same_size([states[i] for i in chunk])):
+                results[i] = e
         return results  # type: ignore[return-value]
 
     def _evaluate_same_size(self, states: list[GameState]) -> list[Evaluation]:

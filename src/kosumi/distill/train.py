@@ -95,6 +95,7 @@ from kosumi.distill.train_state import (
     COMPARED,
     DEFAULTS,
     DistillOptions,
+    DistillResult,
     RunPaths,
     TeacherFilter,
     check_options,
@@ -110,27 +111,11 @@ from kosumi.distill.train_state import (
 from kosumi.errors import KosumiError
 from kosumi.fileio import atomic_write
 from kosumi.nets.checkpoint import save_checkpoint
-from kosumi.nets.config import NetConfig
 from kosumi.nets.features import get_feature_set
 from kosumi.nets.resnet import KosumiNet
 
 EVAL_BATCH = 512
 PLOT_EVERY_S = 60.0  # redraw the learning curves at most this often (and at the end)
-
-
-# ---------------------------------------------------------------------------- result
-@dataclass
-class DistillResult:
-    """What a run did (returned on rank 0; other ranks get the same minus metrics)."""
-
-    checkpoint: Path
-    steps: int
-    samples: int
-    train: dict[str, float]
-    val: dict[str, float]
-    seconds: float
-    samples_per_s: float
-    config: NetConfig | None = None
 
 
 # ---------------------------------------------------------------------------- schedule

@@ -370,3 +370,18 @@ def load_training_state(path: Path, state: dict[str, Any], tensors: dict[str, to
     if cuda and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(cuda[: torch.cuda.device_count()])
     _restore_json_rng(state.get("rng", {}))
+
+
+# ---------------------------------------------------------------------------- result
+@dataclass
+class DistillResult:
+    """What a run did (returned on rank 0; other ranks get the same minus metrics)."""
+
+    checkpoint: Path
+    steps: int
+    samples: int
+    train: dict[str, float]
+    val: dict[str, float]
+    seconds: float
+    samples_per_s: float
+    config: NetConfig | None = None

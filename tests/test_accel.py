@@ -474,8 +474,67 @@ def test_c_equals_fallback_on_random_positions():
         assert libs == PY.chain_liberties(board, size)
         assert list(libs) == oracle_chain_liberties(board, size)
         assert C.area_ownership(board, size) == PY.area_ownership(board, size)
+        rng = random.Random(count)
+        moves = [(BLACK, rng.randrange(-1, size * size)) for _ in range(rng.randrange(6))]
+        for color in (BLACK, WHITE):
+            c_out = np.full(11 * size * size, 7.0, np.float32)
+            py_out = np.full(11 * size * size, 7.0, np.float32)
+            assert _speedups.basic_planes(board, size, color, ko, moves, c_out) is c_out
+            assert accel.py_basic_planes(board, size, color, ko, moves, py_out) is py_out
+            np.testing.assert_array_equal(c_out, py_out)
         count += 1
     assert count == 300
+
+
+@pytest.mark.parametrize("fn", [
+    pytest.param(_speedups and _speedups.basic_planes, id="c",
+                 marks=pytest.mark.skipif(C is None, reason="kosumi._speedups not built")),
+    pytest.param(accel.py_basic_planes, id="python"),
+])
+def test_basic_planes_hand_checked_and_bad_arguments(fn):
+    n, b = diagram("X O . . .",
+                   "X O . . .",
+                   "O . . X X",
+                   ". . . X O",
+                   ". . . . .")
+    out = np.full((11, n * n), 7.0, np.float32)
+    moves = [(BLACK, 0), (WHITE, 1), (BLACK, -1), (WHITE, 19), (BLACK, 13), (WHITE, 1)]
+    assert fn(b, n, WHITE, 7, moves, out) is out
+    grid = out.reshape(11, n, n)
+    assert (grid[0] == 1).all()
+    assert grid[1].sum() == 4 and grid[1][0, 1] == grid[1][3, 4] == 1  # white, to move
+    assert grid[2].sum() == 5 and grid[2][0, 0] == grid[2][2, 4] == 1  # black
+    # liberties counted by hand (the corner X pair has none: not a real position, but counted)
+    libs = {(0, 0): 0, (1, 0): 0, (0, 1): 3, (1, 1): 3, (2, 0): 2, (2, 3): 5, (2, 4): 5,
+            (3, 3): 5, (3, 4): 1}
+    for (y, x), k in libs.items():
+        expect = [k == 1, k == 2, k >= 3]
+        assert [bool(grid[j][y, x]) for j in (3, 4, 5)] == expect, (y, x, k)
+    empty = np.frombuffer(bytes(b), np.uint8).reshape(n, n) == 0
+    assert not grid[1:6, empty].any()
+    # ko at point 7; the last 4 moves newest first: 1, 13, 19, pass (plane 10 stays empty)
+    for plane, point in ((6, 7), (7, 1), (8, 13), (9, 19)):
+        assert grid[plane].sum() == 1 and out[plane, point] == 1, plane
+    assert not grid[10].any()
+    fn(b, n, BLACK, -1, [], out)
+    assert grid[1].sum() == 5 and grid[2].sum() == 4  # the view swaps with the side to move
+    assert not grid[6:].any()
+    bad_calls = [
+        (b, n, 3, -1, [], out),  # colour
+        (b, n, BLACK, 25, [], out),  # ko off the board
+        (b, n, BLACK, -1, [(BLACK, 25)], out),  # move off the board
+        (b, n, BLACK, -1, [(BLACK, 3, 4)], out),  # not a pair
+        (b, n, BLACK, -1, [], np.zeros(11 * n * n, np.float64)),
+        (b, n, BLACK, -1, [], np.zeros(10 * n * n, np.float32)),
+        (b, n, BLACK, -1, [], np.zeros(22 * n * n, np.float32)[::2]),  # not contiguous
+        (bytes(24), n, BLACK, -1, [], out),
+        (b, 20, BLACK, -1, [], out),
+    ]
+    for args in bad_calls:
+        with pytest.raises(ValueError):
+            fn(*args)
+    with pytest.raises(TypeError):
+        fn(b, n, BLACK, -1, None, out)
 
 
 # ------------------------------------------------------------------------------------ arguments
@@ -670,3 +729,50 @@ def test_policy_children_c_equals_fallback():
         assert accel.policy_children(pol) == accel.py_policy_children(pol)
     with pytest.raises(ValueError):
         accel.policy_children(np.zeros(5, dtype=np.float64))
+
+
+# ------------------------------------------------------------------------------------ softmax
+@pytest.mark.parametrize("fn", [
+    pytest.param(_speedups and _speedups.masked_softmax, id="c",
+                 marks=pytest.mark.skipif(C is None, reason="kosumi._speedups not built")),
+    pytest.param(accel.py_masked_softmax, id="python"),
+])
+def test_masked_softmax_hand_checked_and_bad_arguments(fn):
+    logits = np.array([[0.0, math.log(3.0), 50.0, 0.0],  # the 50 is illegal: ignored
+                       [-1000.0, -1000.0, -999.0, 2.0]], np.float32)  # huge gaps: no overflow
+    legal = np.array([[1, 1, 0, 0], [1, 0, 1, 0]], np.bool_)
+    out = np.full_like(logits, 7.0)
+    assert fn(logits, legal, 4, out) is out
+    np.testing.assert_allclose(out[0], [0.25, 0.75, 0.0, 0.0], rtol=1e-6)
+    e = 1 / (1 + math.e)
+    np.testing.assert_allclose(out[1], [e, 0.0, 1 - e, 0.0], rtol=1e-6)
+    assert out[0, 2] == 0.0 and out[1, 3] == 0.0  # exactly
+    inplace = logits.copy()
+    fn(inplace, legal, 4, inplace)  # out may be the logits
+    np.testing.assert_array_equal(inplace, out)
+    with pytest.raises(ValueError, match="row 1 has no legal entry"):
+        fn(logits, np.array([[1, 0, 0, 0], [0, 0, 0, 0]], np.bool_), 4, out)
+    with pytest.raises(ValueError):
+        fn(logits, legal, 3, out)  # 8 is not a whole number of rows of 3
+    with pytest.raises(ValueError):
+        fn(logits, legal[:1], 4, out)  # mask too short
+    with pytest.raises(ValueError):
+        fn(logits.astype(np.float64), legal, 4, out)
+    with pytest.raises(ValueError):
+        fn(logits, legal, 4, np.empty(7, np.float32))
+    with pytest.raises(ValueError):
+        fn(logits, legal, 0, out)
+
+
+@pytest.mark.skipif(C is None, reason="kosumi._speedups not built")
+def test_masked_softmax_c_equals_fallback():
+    rng = np.random.default_rng(3)
+    for rows, k in ((1, 5), (16, 82), (3, 362)):
+        logits = (rng.standard_normal((rows, k)) * 8).astype(np.float32)
+        legal = rng.random((rows, k)) < 0.7
+        legal[:, -1] = True
+        a = _speedups.masked_softmax(logits, legal, k, np.empty_like(logits))
+        b = accel.py_masked_softmax(logits, legal, k, np.empty_like(logits))
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-12)
+        np.testing.assert_allclose(a.sum(axis=1), 1.0, rtol=1e-6)
+        assert not a[~legal].any()

@@ -1,7 +1,5 @@
 """Rules of Go on hand-checked positions and on KataGo's own boards and illegal points."""
 
-import json
-
 import numpy as np
 import pytest
 

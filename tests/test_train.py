@@ -196,6 +196,34 @@ def test_tanh_value_and_temperature_train(labels, tmp_path):
     assert 0.0 <= r.val["value_mae"] <= 1.0
 
 
+def test_init_starts_from_a_checkpoint(labels, tmp_path):
+    """--init copies the checkpoint's weights into a new run (a ~zero learning rate keeps them),
+    takes its arch, and records it; a random start with the same settings is far off."""
+    first = tmp_path / "first.safetensors"
+    distill(opts(labels, first, steps=30, eval_every=30))
+    tuned = tmp_path / "tuned.safetensors"
+    tiny = {"steps": 1, "lr": 1e-12, "warmup": 0, "eval_every": 1, "seed": 5}
+    distill(opts(labels, tuned, student=None, init=str(first), **tiny))
+    a, b = _tensors(first), _tensors(tuned)
+    assert a.keys() == b.keys()
+    for k in a:
+        if "running_" not in k:  # BatchNorm statistics move in the training forward pass
+            np.testing.assert_allclose(b[k], a[k], atol=1e-6, err_msg=k)
+    scratch = tmp_path / "scratch.safetensors"
+    distill(opts(labels, scratch, **tiny))
+    c = _tensors(scratch)
+    assert max(float(np.abs(c[k] - a[k]).max()) for k in a if "running_" not in k) > 0.05
+    cfg = read_checkpoint(tuned).config
+    assert cfg.arch == "b1c8"
+    assert cfg.provenance["init"]["sha256"] == hashlib.sha256(first.read_bytes()).hexdigest()
+    with pytest.raises(KosumiError, match=r"--student b2c16 differs from the --init .*\(b1c8\)"):
+        distill(opts(labels, tmp_path / "x.safetensors", student="b2c16", init=str(first)))
+    with pytest.raises(KosumiError, match="--init .*no such file"):
+        distill(opts(labels, tmp_path / "x.safetensors", init=str(tmp_path / "none")))
+    with pytest.raises(KosumiError, match="--init starts a new run .* --resume"):
+        distill(opts(labels, tuned, init=str(first), resume=True))
+
+
 # ============================================================================ errors
 def test_mismatches_are_clear_errors(labels, tmp_path):
     _, teacher = labels

@@ -6,6 +6,9 @@
  *   legal_mask(board, size, color, ko, suicide_allowed, out=None)   -> bytes | out
  *   chain_liberties(board, size, out=None)                           -> bytes | out
  *   area_ownership(board, size, out=None)                            -> bytes | out
+ *   policy_children(policy, /)                                       -> (bytes, bytes)
+ *   basic_planes(board, size, color, ko, moves, out, /)              -> out
+ *   masked_softmax(logits, legal, row, out, /)                       -> out
  *
  * Boards are C-contiguous buffers of size*size one-byte items (bytes, bytearray, numpy uint8 /
  * int8 / bool arrays), row-major from the top-left, 0 empty / 1 black / 2 white, 2 <= size <= 19.
@@ -87,6 +90,33 @@ get_f64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t *count, const char *na
         return -1;
     }
     *count = view->len / 8;
+    return 0;
+}
+
+/* Fast-call arguments: exactly `want` of them, else TypeError. */
+static int
+check_nargs(const char *name, Py_ssize_t nargs, Py_ssize_t want)
+{
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd arguments (%zd given)", name, want,
+                     nargs);
+        return -1;
+    }
+    return 0;
+}
+
+/* args[0..n) as C longs (into `ints`) or, with ints NULL, doubles (into `reals`); -1 with the
+ * Python error set when one does not convert. */
+static int
+as_numbers(PyObject *const *args, long *ints, double *reals, int n)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        const double v = ints ? (double)(ints[i] = PyLong_AsLong(args[i]))
+                              : (reals[i] = PyFloat_AsDouble(args[i]));
+        if (v == -1.0 && PyErr_Occurred())
+            return -1;
+    }
     return 0;
 }
 
@@ -317,51 +347,29 @@ legal_mask(PyObject *self, PyObject *args, PyObject *kwargs)
 /* chain_liberties                                                                             */
 /* ------------------------------------------------------------------------------------------ */
 
-PyDoc_STRVAR(chain_liberties_doc,
-"chain_liberties(board, size, out=None) -> bytes | out\n\n"
-"For each stone, the number of distinct liberties of its chain (capped at 255); 0 at empty\n"
-"points. Returns new bytes of N*N, or fills `out`.");
-
-static PyObject *
-chain_liberties(PyObject *self, PyObject *args, PyObject *kwargs)
+/*
+ * For each stone, the number of distinct liberties of its chain (capped at 255), 0 at empty
+ * points, written to dst[0..nn). One BFS per chain; a few KiB of stack.
+ */
+static void
+fill_chain_liberties(const padded_t *pb, unsigned char *dst)
 {
-    static char *kwlist[] = {"board", "size", "out", NULL};
-    PyObject *board_obj, *out = NULL;
-    int size, nn, p;
-    Py_buffer bv;
-    padded_t pb;
+    const unsigned char *b = pb->b;
+    const int size = pb->size, w = pb->w;
+    const int d[4] = {-1, 1, -w, w};
     short cid[PAD_N];      /* chain id per padded point, 0 = not labelled yet */
     short libmark[PAD_N];  /* id of the last chain that counted this empty point */
     short queue[PAD_N];    /* stones of the current chain (BFS queue = stone list) */
+    unsigned char plibs[PAD_N];  /* the answer per padded point */
     short next_id = 1;
-    result_t res;
-    (void)self;
+    int x, y;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi|O:chain_liberties", kwlist, &board_obj,
-                                     &size, &out))
-        return NULL;
-    if (check_size(size) < 0)
-        return NULL;
-    nn = size * size;
-    if (get_byte_buffer(board_obj, &bv, nn, 0, "board") < 0)
-        return NULL;
-    if (pad_board(&pb, (const unsigned char *)bv.buf, size) < 0) {
-        PyBuffer_Release(&bv);
-        return NULL;
-    }
-    PyBuffer_Release(&bv);
-    if (result_open(&res, out, nn) < 0)
-        return NULL;
-
-    memset(cid, 0, sizeof(cid));
-    memset(libmark, 0, sizeof(libmark));
-    memset(res.data, 0, (size_t)nn);
-    {
-        const unsigned char *b = pb.b;
-        const int w = pb.w;
-        const int d[4] = {-1, 1, -w, w};
-        for (p = 0; p < nn; p++) {
-            const int P = PAD(&pb, p);
+    memset(cid, 0, sizeof(short) * (size_t)(w * w));
+    memset(libmark, 0, sizeof(short) * (size_t)(w * w));
+    memset(plibs, 0, (size_t)(w * w));
+    for (y = 0; y < size; y++) {
+        for (x = 0; x < size; x++) {
+            const int P = (y + 1) * w + x + 1;
             const unsigned char c = b[P];
             int head = 0, tail = 0, nlibs = 0, i, k;
             if (c == 0 || cid[P] != 0)
@@ -386,14 +394,179 @@ chain_liberties(PyObject *self, PyObject *args, PyObject *kwargs)
             }
             if (nlibs > 255)
                 nlibs = 255;
-            for (i = 0; i < tail; i++) {
-                const int S = queue[i];
-                res.data[(S / w - 1) * size + S % w - 1] = (unsigned char)nlibs;
-            }
+            for (i = 0; i < tail; i++)
+                plibs[queue[i]] = (unsigned char)nlibs;
             next_id++;
         }
     }
+    for (y = 0; y < size; y++)
+        memcpy(dst + y * size, plibs + (y + 1) * w + 1, (size_t)size);
+}
+
+PyDoc_STRVAR(chain_liberties_doc,
+"chain_liberties(board, size, out=None) -> bytes | out\n\n"
+"For each stone, the number of distinct liberties of its chain (capped at 255); 0 at empty\n"
+"points. Returns new bytes of N*N, or fills `out`.");
+
+static PyObject *
+chain_liberties(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"board", "size", "out", NULL};
+    PyObject *board_obj, *out = NULL;
+    int size, nn;
+    Py_buffer bv;
+    padded_t pb;
+    result_t res;
+    (void)self;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi|O:chain_liberties", kwlist, &board_obj,
+                                     &size, &out))
+        return NULL;
+    if (check_size(size) < 0)
+        return NULL;
+    nn = size * size;
+    if (get_byte_buffer(board_obj, &bv, nn, 0, "board") < 0)
+        return NULL;
+    if (pad_board(&pb, (const unsigned char *)bv.buf, size) < 0) {
+        PyBuffer_Release(&bv);
+        return NULL;
+    }
+    PyBuffer_Release(&bv);
+    if (result_open(&res, out, nn) < 0)
+        return NULL;
+    fill_chain_liberties(&pb, res.data);
     return result_close(&res);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* basic_planes                                                                                */
+/* ------------------------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(basic_planes_doc,
+"basic_planes(board, size, color, ko, moves, out, /) -> out\n\n"
+"The 11 planes of the `basic` feature set for `color` (1 black, 2 white) to move, written into\n"
+"`out`, a writable C-contiguous float32 buffer of 11*N*N items: 0 on board (ones), 1 `color`'s\n"
+"stones, 2 the opponent's stones, 3/4/5 stones whose chain has exactly 1, exactly 2, and 3 or\n"
+"more liberties, 6 the ko point `ko` (-1: none), 7-10 the points of the last 4 of `moves` (a\n"
+"list or tuple of (colour, point) pairs, newest last; a negative point is a pass: no mark).");
+
+#define BASIC_PLANES 11
+#define BASIC_LAST_MOVES 4
+
+static PyObject *
+basic_planes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer bv, ov;
+    padded_t pb;
+    unsigned char libs[MAX_SIZE * MAX_SIZE];
+    const unsigned char *board;
+    float *o;
+    long ints[3], size, color, ko;  /* size, color, ko */
+    int nn, p, marks[1 + BASIC_LAST_MOVES];
+    Py_ssize_t nmoves, k;
+    PyObject *seq;
+    (void)self;
+
+    if (check_nargs("basic_planes", nargs, 6) < 0 || as_numbers(args + 1, ints, NULL, 3) < 0)
+        return NULL;
+    size = ints[0];
+    color = ints[1];
+    ko = ints[2];
+    if (check_size((int)size) < 0)
+        return NULL;
+    nn = (int)(size * size);
+    if (color != 1 && color != 2) {
+        PyErr_Format(PyExc_ValueError, "color must be 1 (black) or 2 (white), not %ld", color);
+        return NULL;
+    }
+    if (ko < -1 || ko >= nn) {
+        PyErr_Format(PyExc_ValueError, "ko must be -1 or a point in 0..%d, not %ld", nn - 1, ko);
+        return NULL;
+    }
+    marks[0] = (int)ko;
+    /* the last moves' points (newest first), read before anything is written */
+    seq = PySequence_Fast(args[4], "moves must be a list or tuple of (colour, point) pairs");
+    if (seq == NULL)
+        return NULL;
+    nmoves = PySequence_Fast_GET_SIZE(seq);
+    for (k = 0; k < BASIC_LAST_MOVES; k++) {
+        PyObject *item, *point;
+        long v;
+        marks[1 + k] = -1;
+        if (k >= nmoves)
+            continue;
+        item = PySequence_Fast_GET_ITEM(seq, nmoves - 1 - k);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_ValueError, "moves must hold (colour, point) tuples");
+            Py_DECREF(seq);
+            return NULL;
+        }
+        point = PyTuple_GET_ITEM(item, 1);
+        v = PyLong_AsLong(point);
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (v >= nn) {
+            PyErr_Format(PyExc_ValueError, "move point %ld is off a %ldx%ld board", v, size, size);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        marks[1 + k] = v < 0 ? -1 : (int)v;
+    }
+    Py_DECREF(seq);
+
+    if (get_byte_buffer(args[0], &bv, nn, 0, "board") < 0)
+        return NULL;
+    if (pad_board(&pb, (const unsigned char *)bv.buf, (int)size) < 0) {
+        PyBuffer_Release(&bv);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[5], &ov, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&bv);
+        if (PyErr_ExceptionMatches(PyExc_BufferError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "out must be a writable C-contiguous buffer");
+        }
+        return NULL;
+    }
+    if (ov.itemsize != 4 || ov.format == NULL || strcmp(ov.format, "f") != 0 ||
+        ov.len != (Py_ssize_t)(BASIC_PLANES * nn) * 4) {
+        PyErr_Format(PyExc_ValueError, "out must be a float32 buffer of %d items",
+                     BASIC_PLANES * nn);
+        PyBuffer_Release(&ov);
+        PyBuffer_Release(&bv);
+        return NULL;
+    }
+    board = (const unsigned char *)bv.buf;
+    o = (float *)ov.buf;
+    fill_chain_liberties(&pb, libs);
+    {
+        /* table lookups, not branches: stones and liberty counts are unpredictable */
+        const float mine[3] = {0.0f, color == 1 ? 1.0f : 0.0f, color == 2 ? 1.0f : 0.0f};
+        const float theirs[3] = {0.0f, mine[2], mine[1]};
+        const float lib1[4] = {0.0f, 1.0f, 0.0f, 0.0f};
+        const float lib2[4] = {0.0f, 0.0f, 1.0f, 0.0f};
+        const float lib3[4] = {0.0f, 0.0f, 0.0f, 1.0f};
+        for (p = 0; p < nn; p++) {
+            const unsigned char c = board[p];
+            const unsigned char l = libs[p] < 3 ? libs[p] : 3;
+            o[p] = 1.0f;
+            o[nn + p] = mine[c];
+            o[2 * nn + p] = theirs[c];
+            o[3 * nn + p] = lib1[l];
+            o[4 * nn + p] = lib2[l];
+            o[5 * nn + p] = lib3[l];
+        }
+    }
+    memset(o + 6 * nn, 0, sizeof(float) * (size_t)(5 * nn));
+    for (k = 0; k < 1 + BASIC_LAST_MOVES; k++)
+        if (marks[k] >= 0)
+            o[(6 + k) * nn + marks[k]] = 1.0f;
+    PyBuffer_Release(&ov);
+    PyBuffer_Release(&bv);
+    Py_INCREF(args[5]);
+    return args[5];
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -530,30 +703,20 @@ puct_select(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer nv, wv, pv;
     Py_ssize_t k, kw, kp, i, nvis = 0, best_i = 0;
-    double visits, parent_value, c_puct, fpu_reduction, cs, fpu, visited_prior, best = 0.0;
+    double scalars[4], visits, parent_value, c_puct, fpu_reduction, cs, fpu, visited_prior;
+    double best = 0.0;
     volatile double reduction;  /* volatile: keep `a - b * c` from fusing into an FMA */
     double stack_buf[STACK_CHILDREN], *vis_priors = stack_buf;
     const double *n, *w, *pr;
     PyObject *result = NULL;
     (void)self;
 
-    if (nargs != 7) {
-        PyErr_Format(PyExc_TypeError, "puct_select() takes exactly 7 arguments (%zd given)",
-                     nargs);
+    if (check_nargs("puct_select", nargs, 7) < 0 || as_numbers(args + 3, NULL, scalars, 4) < 0)
         return NULL;
-    }
-    visits = PyFloat_AsDouble(args[3]);
-    if (visits == -1.0 && PyErr_Occurred())
-        return NULL;
-    parent_value = PyFloat_AsDouble(args[4]);
-    if (parent_value == -1.0 && PyErr_Occurred())
-        return NULL;
-    c_puct = PyFloat_AsDouble(args[5]);
-    if (c_puct == -1.0 && PyErr_Occurred())
-        return NULL;
-    fpu_reduction = PyFloat_AsDouble(args[6]);
-    if (fpu_reduction == -1.0 && PyErr_Occurred())
-        return NULL;
+    visits = scalars[0];
+    parent_value = scalars[1];
+    c_puct = scalars[2];
+    fpu_reduction = scalars[3];
 
     if (get_f64_buffer(args[0], &nv, &k, "n") < 0)
         return NULL;
@@ -645,11 +808,8 @@ policy_children(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *mb = NULL, *pb = NULL, *result = NULL;
     (void)self;
 
-    if (nargs != 1) {
-        PyErr_Format(PyExc_TypeError, "policy_children() takes exactly 1 argument (%zd given)",
-                     nargs);
+    if (check_nargs("policy_children", nargs, 1) < 0)
         return NULL;
-    }
     if (PyObject_GetBuffer(args[0], &pv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
     if (pv.itemsize != 4 || pv.format == NULL || strcmp(pv.format, "f") != 0) {
@@ -693,6 +853,114 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* masked_softmax                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(masked_softmax_doc,
+"masked_softmax(logits, legal, row, out, /) -> out\n\n"
+"Softmax over each row of `row` entries, restricted to the legal ones: `logits` a C-contiguous\n"
+"float32 buffer of R*row items, `legal` a C-contiguous buffer of as many one-byte items\n"
+"(nonzero = legal; e.g. a numpy bool array), `out` a writable float32 buffer of R*row items\n"
+"(it may be `logits`). Illegal entries get exactly 0. float32 like the numpy version (the row's\n"
+"largest legal logit subtracted, expf, divided by the row sum, which is summed in double).\n"
+"A row without a legal entry is a ValueError.");
+
+static int
+get_f32_buffer(PyObject *obj, Py_buffer *view, int writable, const char *name)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_BufferError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s must be a %sC-contiguous float32 buffer", name,
+                         writable ? "writable " : "");
+        }
+        return -1;
+    }
+    if (view->itemsize != 4 || view->format == NULL || strcmp(view->format, "f") != 0) {
+        PyErr_Format(PyExc_ValueError, "%s must be a float32 buffer", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+masked_softmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer lv, mv, ov;
+    Py_ssize_t n, rows, k, r, i;
+    PyObject *result = NULL;
+    (void)self;
+
+    if (check_nargs("masked_softmax", nargs, 4) < 0)
+        return NULL;
+    k = PyLong_AsSsize_t(args[2]);
+    if (k == -1 && PyErr_Occurred())
+        return NULL;
+    if (k < 1) {
+        PyErr_Format(PyExc_ValueError, "row must be at least 1, not %zd", k);
+        return NULL;
+    }
+    if (get_f32_buffer(args[0], &lv, 0, "logits") < 0)
+        return NULL;
+    n = lv.len / 4;
+    if (get_byte_buffer(args[1], &mv, n, 0, "legal") < 0) {
+        PyBuffer_Release(&lv);
+        return NULL;
+    }
+    if (get_f32_buffer(args[3], &ov, 1, "out") < 0) {
+        PyBuffer_Release(&mv);
+        PyBuffer_Release(&lv);
+        return NULL;
+    }
+    if (ov.len != lv.len || n % k != 0) {
+        PyErr_Format(PyExc_ValueError, "out must hold as many floats as logits (%zd, got %zd), "
+                     "a whole number of rows of %zd", n, ov.len / 4, k);
+        goto done;
+    }
+    rows = n / k;
+    {
+        const float *x = (const float *)lv.buf;
+        const unsigned char *m = (const unsigned char *)mv.buf;
+        float *o = (float *)ov.buf;
+        for (r = 0; r < rows; r++) {
+            const float *xr = x + r * k;
+            const unsigned char *mr = m + r * k;
+            float *orow = o + r * k;
+            float mx = 0.0f;
+            double sum = 0.0;
+            float scale;
+            int any = 0;
+            for (i = 0; i < k; i++)
+                if (mr[i] && (!any || xr[i] > mx)) {
+                    mx = xr[i];
+                    any = 1;
+                }
+            if (!any) {
+                PyErr_Format(PyExc_ValueError, "masked_softmax: row %zd has no legal entry", r);
+                goto done;
+            }
+            for (i = 0; i < k; i++) {
+                const float ex = mr[i] ? expf(xr[i] - mx) : 0.0f;
+                orow[i] = ex;
+                sum += ex;
+            }
+            scale = (float)(1.0 / sum);
+            for (i = 0; i < k; i++)
+                orow[i] *= scale;
+        }
+    }
+    Py_INCREF(args[3]);
+    result = args[3];
+done:
+    PyBuffer_Release(&ov);
+    PyBuffer_Release(&mv);
+    PyBuffer_Release(&lv);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* module                                                                                      */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -706,6 +974,9 @@ static PyMethodDef speedups_methods[] = {
      METH_VARARGS | METH_KEYWORDS, area_ownership_doc},
     {"policy_children", (PyCFunction)(void (*)(void))policy_children, METH_FASTCALL,
      policy_children_doc},
+    {"basic_planes", (PyCFunction)(void (*)(void))basic_planes, METH_FASTCALL, basic_planes_doc},
+    {"masked_softmax", (PyCFunction)(void (*)(void))masked_softmax, METH_FASTCALL,
+     masked_softmax_doc},
     {NULL, NULL, 0, NULL},
 };
 

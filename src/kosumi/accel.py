@@ -1,7 +1,7 @@
 """Fast paths for the search's hot spots: the C extension ``kosumi._speedups`` when it is built,
 exact numpy/Python fallbacks otherwise (edge devices without a compiler still work).
 
-Four functions, with the same signatures and results in both implementations:
+Seven functions, with the same signatures and results in both implementations:
 
 ``puct_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction, /) -> int``
     PUCT child selection over k children; ``n``, ``w``, ``priors`` are float64 buffers (numpy
@@ -30,9 +30,26 @@ uint8/int8/bool), row-major from the top-left, values 0 empty / 1 black / 2 whit
 (any writable C-contiguous buffer of N*N one-byte items, e.g. ``np.empty(N*N, np.bool_)``), write
 into it and return ``out``. Bad arguments raise ValueError (TypeError for a non-buffer).
 
+``policy_children(policy, /) -> (moves: bytes, priors: bytes)``
+    A search node's children from a float32 policy over points + pass (pass last): the int16
+    indices with policy > 0, and always pass, and their float64 priors normalised in index order.
+
+``basic_planes(board, size, color, ko, moves, out, /) -> out``
+    The 11 planes of the ``basic`` feature set (``kosumi.nets.features``) for ``color`` to move,
+    written into ``out`` (a writable C-contiguous float32 buffer of 11*N*N items): ones, the
+    mover's stones, the opponent's stones, stones whose chain has 1, 2, and 3+ liberties, the
+    ko point ``ko`` (-1: none), and the points of the last 4 of ``moves`` ((colour, point)
+    tuples, newest last; a negative point, a pass, leaves its plane empty).
+
+``masked_softmax(logits, legal, row, out, /) -> out``
+    Softmax over each row of ``row`` entries of ``logits`` (float32, R*row items) restricted to
+    the entries where ``legal`` (as many one-byte items) is nonzero; illegal entries get exactly
+    0; written into ``out`` (float32, may be ``logits``). A row without a legal entry is a
+    ValueError. Equal to the numpy version up to float32 rounding (not bit-identical).
+
 ``HAVE_C`` tells which implementation is in use; set the environment variable
 ``KOSUMI_NO_SPEEDUPS=1`` before the first import to force the fallbacks. The fallbacks are always
-available as ``py_puct_select``, ``py_legal_mask``, ``py_chain_liberties``, ``py_area_ownership``.
+available under the same names with a ``py_`` prefix.
 """
 
 from __future__ import annotations
@@ -50,13 +67,17 @@ __all__ = [
     "HAVE_C",
     "IMPLEMENTATION",
     "area_ownership",
+    "basic_planes",
     "chain_liberties",
     "legal_mask",
+    "masked_softmax",
     "policy_children",
     "puct_select",
     "py_area_ownership",
+    "py_basic_planes",
     "py_chain_liberties",
     "py_legal_mask",
+    "py_masked_softmax",
     "py_policy_children",
     "py_puct_select",
 ]
@@ -327,6 +348,75 @@ def py_policy_children(policy, /) -> tuple[bytes, bytes]:
     return idx.astype(np.int16).tobytes(), pri.tobytes()
 
 
+def py_basic_planes(board, size, color, ko, moves, out, /):
+    """numpy version of ``basic_planes``."""
+    size, bb = _board(board, size)
+    nn = size * size
+    color, ko = operator.index(color), operator.index(ko)
+    if color not in (1, 2):
+        raise ValueError(f"color must be 1 (black) or 2 (white), not {color}")
+    if not -1 <= ko < nn:
+        raise ValueError(f"ko must be -1 or a point in 0..{nn - 1}, not {ko}")
+    if not isinstance(moves, (list, tuple)):
+        raise TypeError("moves must be a list or tuple of (colour, point) pairs")
+    marks = [ko]
+    for move in moves[-1:-5:-1]:
+        if not isinstance(move, tuple) or len(move) != 2:
+            raise ValueError("moves must hold (colour, point) tuples")
+        p = operator.index(move[1])
+        if p >= nn:
+            raise ValueError(f"move point {p} is off a {size}x{size} board")
+        marks.append(p)
+    mv = memoryview(out)
+    if mv.readonly or not mv.c_contiguous:
+        raise ValueError("out must be a writable C-contiguous buffer")
+    if mv.format != "f" or mv.nbytes != 11 * nn * 4:
+        raise ValueError(f"out must be a float32 buffer of {11 * nn} items")
+    o = np.frombuffer(mv.cast("B"), dtype=np.float32).reshape(11, nn)
+    b = np.frombuffer(bb, dtype=np.uint8)
+    libs = np.frombuffer(py_chain_liberties(bb, size), dtype=np.uint8)
+    o[0] = 1.0
+    o[1] = b == color
+    o[2] = (b != 0) & (b != color)
+    o[3] = libs == 1
+    o[4] = libs == 2
+    o[5] = libs >= 3
+    o[6:] = 0.0
+    for k, p in enumerate(marks):
+        if p >= 0:
+            o[6 + k, p] = 1.0
+    return out
+
+
+def py_masked_softmax(logits, legal, row, out, /):
+    """numpy version of ``masked_softmax``."""
+    row = operator.index(row)
+    if row < 1:
+        raise ValueError(f"row must be at least 1, not {row}")
+    lmv = memoryview(logits)
+    if lmv.format != "f" or not lmv.c_contiguous:
+        raise ValueError("logits must be a C-contiguous float32 buffer")
+    x = np.frombuffer(lmv.cast("B"), dtype=np.float32)
+    n = len(x)
+    m = np.frombuffer(_byte_view(legal, n, "legal"), dtype=np.uint8).astype(bool)
+    omv = memoryview(out)
+    if omv.readonly or not omv.c_contiguous or omv.format != "f":
+        raise ValueError("out must be a writable C-contiguous float32 buffer")
+    if omv.nbytes != 4 * n or n % row:
+        raise ValueError(f"out must hold as many floats as logits ({n}, got {omv.nbytes // 4}), "
+                         f"a whole number of rows of {row}")
+    x, m = x.reshape(-1, row), m.reshape(-1, row)
+    bad = np.flatnonzero(~m.any(axis=1))
+    if len(bad):
+        raise ValueError(f"masked_softmax: row {bad[0]} has no legal entry")
+    y = np.where(m, x, np.float32(-np.inf))
+    y -= y.max(axis=1, keepdims=True)
+    np.exp(y, out=y)
+    y *= (1.0 / y.sum(axis=1, keepdims=True, dtype=np.float64)).astype(np.float32)
+    np.frombuffer(omv.cast("B"), dtype=np.float32)[:] = y.reshape(-1)
+    return out
+
+
 # ---------------------------------------------------------------------------------- selection
 _c = None
 if os.environ.get("KOSUMI_NO_SPEEDUPS", "").strip() in ("", "0"):
@@ -344,9 +434,13 @@ if _c is not None:
     chain_liberties = _c.chain_liberties
     area_ownership = _c.area_ownership
     policy_children = _c.policy_children
+    basic_planes = _c.basic_planes
+    masked_softmax = _c.masked_softmax
 else:
     puct_select = py_puct_select
     legal_mask = py_legal_mask
     chain_liberties = py_chain_liberties
     area_ownership = py_area_ownership
     policy_children = py_policy_children
+    basic_planes = py_basic_planes
+    masked_softmax = py_masked_softmax

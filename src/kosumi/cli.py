@@ -398,6 +398,8 @@ def distill_command(
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads per process."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:K."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run saved at --out."),
+    init: Optional[str] = typer.Option(
+        None, "--init", help="Start from this checkpoint's weights (or 'default'): fine-tune."),
     cache_dir: Optional[Path] = typer.Option(
         None, "--cache-dir", help="Encoded-label cache (default ~/.cache/kosumi/distill)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
@@ -417,7 +419,7 @@ def distill_command(
             ownership_weight=ownership_weight, score_weight=score_weight,
             val_fraction=val_fraction, augment=augment, eval_every=eval_every,
             stop_after=stop_after, threads=threads,
-            device=device, resume=resume, cache_dir=cache_dir, progress=not quiet,
+            device=device, resume=resume, init=init, cache_dir=cache_dir, progress=not quiet,
             argv=["distill", *sys.argv[sys.argv.index("distill") + 1:]]
             if "distill" in sys.argv else sys.argv[1:])
         result = distill(options)

@@ -52,6 +52,11 @@ Without ``--resume``, an existing student or state file is an error (no silent o
 ``--stop-after K`` ends an invocation after K steps (saving everything) while the schedule still
 runs to ``--steps``: time-sliced or preemptible jobs resume it later with ``--resume``.
 
+Fine-tuning: ``--init CHECKPOINT`` (a kosumi checkpoint, or ``default``) starts a new run from
+that net's weights instead of a random start: the student's arch, features, head and value are
+taken from it (giving a different one is an error naming it); the optimiser and schedule start
+afresh. The checkpoint's identity (path, SHA-256) goes into the student's provenance.
+
 Teacher: ``--teacher`` (a model file, or a SHA-256 hex prefix) must be the teacher recorded in
 the label manifest (same SHA-256); omitted, the labels' teacher is used. In a folder with labels
 of several teachers, ``--teacher`` selects that teacher's labels.
@@ -103,6 +108,7 @@ from kosumi.distill.train_state import (
     check_teacher,
     load_training_state,
     new_settings,
+    read_init,
     read_training_state,
     resolve_sizes,
     save_training_state,
@@ -314,6 +320,10 @@ class _Run:
             raise KosumiError(f"--epochs must be > 0, not {o.epochs}")
         self.saved: dict[str, Any] | None = None
         self.saved_tensors: dict[str, torch.Tensor] = {}
+        self.init_ckpt, self.init_identity = None, None
+        if o.init is not None:
+            o, self.init_ckpt, self.init_identity = read_init(o)
+            self.o = o
         if o.resume:
             self.saved, self.saved_tensors = read_training_state(paths.state)
             check_resume(o, self.saved["settings"], paths.state)
@@ -410,6 +420,28 @@ class _Run:
             load_training_state(self.paths.state, self.saved, self.saved_tensors, net,
                                 self.optimizer)
             self.saved_tensors = {}
+        elif self.init_ckpt is not None:
+            self._load_init(net)
+
+    def _load_init(self, net: nn.Module) -> None:
+        """Copy the --init checkpoint's tensors into the fresh student (same arch, features,
+        head and value: checked by read_init); outputs it lacks keep their random start."""
+        own = net.state_dict()
+        where = self.init_identity["path"]
+        for name, t in self.init_ckpt.tensors.items():
+            if name not in own:
+                self.log(f"note: --init {where}: tensor {name} has no place in the student; "
+                         "not used")
+                continue
+            if tuple(own[name].shape) != tuple(t.shape):
+                raise KosumiError(f"--init {where}: tensor {name} has shape {tuple(t.shape)}, "
+                                  f"the student's is {tuple(own[name].shape)}")
+            own[name].copy_(torch.from_numpy(np.ascontiguousarray(t)))
+        fresh = sorted({k.split(".")[0] for k in own if k not in self.init_ckpt.tensors
+                        and not k.endswith("num_batches_tracked")})
+        if fresh:
+            self.log(f"note: --init {where} has no weights for {', '.join(fresh)}: "
+                     "those start at random")
 
     # ------------------------------------------------------------------ provenance / saving
     def _provenance(self, step: int, train: dict[str, float], val: dict[str, float]) -> dict:
@@ -423,6 +455,7 @@ class _Run:
                      "val_positions": int(sum(len(i) for i in self.val_idx.values())),
                      "feature_set": d.feature_set},
             "command": ["kosumi", *self.o.argv],
+            **({"init": self.init_identity} if self.init_identity else {}),
             "steps": step,
             "samples": step * self.settings["batch"],
             "settings": {k: self.settings[k] for k in COMPARED},

@@ -79,6 +79,7 @@ class DistillOptions:
     threads: int | None = None
     device: str = "auto"
     resume: bool = False
+    init: str | os.PathLike | None = None  # start a new run from this checkpoint's weights
     cache_dir: str | os.PathLike | None = None
     progress: bool = True
     argv: list[str] = field(default_factory=lambda: list(sys.argv[1:]))
@@ -162,6 +163,39 @@ class TeacherFilter:
 
     def records(self, board_size: int | None = None):
         return (r for r in self.store.records(board_size) if getattr(r, "teacher", 0) == self.index)
+
+
+# ---------------------------------------------------------------------------- --init
+def read_init(options: DistillOptions) -> tuple[DistillOptions, Any, dict[str, Any]]:
+    """``--init``: (the options with the student's arch, features, head and value taken from the
+    checkpoint where not given, the checkpoint, its identity for the provenance).
+
+    A given --student/--features/--head/--value must agree with the checkpoint: KosumiError
+    naming the first that differs. Board sizes are free (a conv head plays every size)."""
+    from dataclasses import replace
+
+    from kosumi.distill.shards import sha256_file
+    from kosumi.models import DEFAULT_NAME, resolve_model
+    from kosumi.nets.checkpoint import read_checkpoint
+
+    if options.resume:
+        raise KosumiError("--init starts a new run from a checkpoint; --resume continues a run "
+                          "(its state file holds the weights): give one of them")
+    text = str(options.init)
+    path = resolve_model(text) if text == DEFAULT_NAME else Path(text)
+    if not path.is_file():
+        raise KosumiError(f"--init {text}: no such file")
+    ckpt = read_checkpoint(path)
+    cfg = ckpt.config
+    have = {"student": cfg.arch, "features": cfg.features, "head": cfg.head, "value": cfg.value}
+    given = {"student": options.student and str(options.student).strip().lower(),
+             "features": options.features, "head": options.head, "value": options.value}
+    for name, value in given.items():
+        if value is not None and value != have[name]:
+            raise KosumiError(f"--{name} {value} differs from the --init checkpoint {path} "
+                              f"({have[name]}); leave it out to take the checkpoint's")
+    identity = {"path": str(path), "sha256": sha256_file(path), "arch": cfg.arch}
+    return replace(options, **have), ckpt, identity
 
 
 # ---------------------------------------------------------------------------- settings

@@ -217,7 +217,7 @@ class MCTS:
             node.visits -= vl
 
     def _backup(self, path: list[tuple[Node, int]], leaf: Node, value: float,
-                score: float | None, ownership: np.ndarray | None) -> None:
+                score: float | None) -> None:
         settle = 1 - self.config.virtual_loss  # the visit was counted (as a loss) on descent
         leaf_color = leaf.state.to_move
         leaf.visits += 1
@@ -229,15 +229,17 @@ class MCTS:
             node.w[i] += value if same else 1.0 - value
             if score is not None:
                 node.s[i] += score if same else -score
-        if ownership is not None:
-            root = path[0][0] if path else leaf
-            if root.own_sum is None:
-                root.own_sum = np.zeros(len(ownership))
-            if root.state.to_move == leaf_color:
-                root.own_sum += ownership
-            else:
-                root.own_sum -= ownership
-            root.own_n += 1
+
+    @staticmethod
+    def _add_ownership(root: Node, rows: list[np.ndarray], signs: list[float]) -> None:
+        """Add a batch of leaves' ownership (+1 = the leaf's mover) to the root's running sum,
+        in the root mover's view (sign -1 for leaves with the other player to move)."""
+        total = np.asarray(signs) @ np.asarray(rows, dtype=np.float64)
+        if root.own_sum is None:
+            root.own_sum = total
+        else:
+            root.own_sum += total
+        root.own_n += len(rows)
 
     # ------------------------------------------------------------------ search
     def search(
@@ -292,14 +294,22 @@ class MCTS:
                 if leaf is None:
                     break
                 if leaf.terminal:
-                    self._backup(path, leaf, leaf.value, leaf.score, None)
+                    self._backup(path, leaf, leaf.value, leaf.score)
                     continue
                 leaves.append((path, leaf))
             if leaves:
                 evals = self.evaluator.evaluate([leaf.state for _, leaf in leaves])
+                own_rows: list[np.ndarray] = []
+                own_signs: list[float] = []
+                root_color = root.state.to_move
                 for (path, leaf), ev in zip(leaves, evals):
                     self._expand(leaf, ev)
-                    self._backup(path, leaf, leaf.value, leaf.score, ev.ownership)
+                    self._backup(path, leaf, leaf.value, leaf.score)
+                    if ev.ownership is not None:
+                        own_rows.append(ev.ownership)
+                        own_signs.append(1.0 if leaf.state.to_move == root_color else -1.0)
+                if own_rows:  # one matrix product per batch, not one sum per leaf
+                    self._add_ownership(root, own_rows, own_signs)
             if callback is not None and time.perf_counter() >= next_cb:
                 callback(self._result(root, t0, start_visits))
                 next_cb = time.perf_counter() + callback_interval

@@ -268,13 +268,14 @@ class GameState:
                         h ^= zob[color][s]
         return h
 
-    def legal_mask(self, color: int | None = None) -> np.ndarray:
-        """Boolean array of N*N: legal points for ``color`` (default: side to move)."""
+    def legal_mask(self, color: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        """Boolean array of N*N: legal points for ``color`` (default: side to move); written
+        into ``out`` (a bool array of N*N, e.g. a row of a batch) when given."""
         if color is None:
             color = self.to_move
         n = self.size
         # occupied, simple ko and suicide: kosumi.accel (C when built, numpy otherwise)
-        mask = np.empty(n * n, dtype=bool)
+        mask = np.empty(n * n, dtype=bool) if out is None else out
         ko = self.ko if color == self.ko_color else -1
         accel.legal_mask(self.board, n, color, ko, self.rules.suicide, out=mask)
         if self.rules.ko == KO_POSITIONAL:
@@ -346,7 +347,6 @@ class GameState:
         board, head, nxt = self.board, self.head, self.nxt
         nstones, plibs, lsum, lsq = self.nstones, self.plibs, self.lsum, self.lsq
         nb = self._nb
-        opp = 3 - color
         board[p] = color
         self.hash ^= self._zob[color][p]
         head[p] = p

@@ -46,7 +46,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kosumi.accel import chain_liberties
+from kosumi.accel import basic_planes
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, WHITE
@@ -98,10 +98,6 @@ def batch_board_size(states: Sequence[GameState]) -> int:
     return n
 
 
-def _boards(states: Sequence[GameState], nn: int) -> np.ndarray:
-    return np.frombuffer(b"".join(s.board for s in states), dtype=np.uint8).reshape(len(states), nn)
-
-
 class LeelaZero18(FeatureSet):
     """Leela Zero's 18 planes (see the module docstring)."""
 
@@ -148,43 +144,18 @@ class Basic(FeatureSet):
         n = batch_board_size(states)
         nn = n * n
         bsz = len(states)
-        to_move = np.empty(bsz, dtype=np.uint8)
-        glob = np.zeros((bsz, 4), dtype=np.float32)
-        marks_b: list[int] = []  # (batch, plane, point) of single-point marks
-        marks_c: list[int] = []
-        marks_p: list[int] = []
-        libs_chunks: list[bytes] = []
-        for i, s in enumerate(states):
+        planes = np.empty((bsz, 11, nn), dtype=np.float32)
+        rows: list[tuple[float, float, float, float]] = []
+        for i, s in enumerate(states):  # this runs at every search leaf: keep it lean
             tm = s.to_move
-            to_move[i] = tm
-            libs_chunks.append(chain_liberties(s.board, n))
-            g = glob[i]
-            g[0 if tm == BLACK else 1] = 1.0
-            g[2] = (s.komi if tm == WHITE else -s.komi) / 15.0
             moves = s.moves
-            if moves and moves[-1][1] < 0:
-                g[3] = 1.0
-            if s.ko >= 0 and s.ko_color == tm:
-                marks_b.append(i)
-                marks_c.append(6)
-                marks_p.append(s.ko)
-            for k, (_, p) in enumerate(moves[-1 : -self.last_moves - 1 : -1]):
-                if p >= 0:
-                    marks_b.append(i)
-                    marks_c.append(7 + k)
-                    marks_p.append(p)
-        board = _boards(states, nn)
-        libs = np.frombuffer(b"".join(libs_chunks), dtype=np.uint8).reshape(bsz, nn)
-        planes = np.zeros((bsz, 11, nn), dtype=np.float32)
-        own = to_move[:, None]
-        planes[:, 0] = 1.0
-        planes[:, 1] = board == own
-        planes[:, 2] = board == (3 - own)
-        planes[:, 3] = libs == 1
-        planes[:, 4] = libs == 2
-        planes[:, 5] = libs >= 3
-        if marks_b:
-            planes[marks_b, marks_c, marks_p] = 1.0
+            ko = s.ko if s.ko_color == tm else -1
+            basic_planes(s.board, n, tm, ko, moves, planes[i])  # C when built
+            komi = s.komi if tm == WHITE else -s.komi
+            last_pass = 1.0 if moves and moves[-1][1] < 0 else 0.0
+            rows.append((1.0, 0.0, komi / 15.0, last_pass) if tm == BLACK
+                        else (0.0, 1.0, komi / 15.0, last_pass))
+        glob = np.array(rows, dtype=np.float32)
         return planes.reshape(bsz, 11, n, n), glob
 
 

@@ -172,7 +172,7 @@ class KataGoEvaluator(Evaluator):
 
         legal = np.ones((bsz, nn + 1), dtype=bool)
         for i, s in enumerate(states):
-            legal[i, :nn] = s.legal_mask()
+            s.legal_mask(out=legal[i, :nn])
         logits = out["policy"].reshape(k, bsz, nn + 1).astype(np.float64)
         own = np.tanh(out["ownership"].reshape(k, bsz, nn).astype(np.float64))
         for j, sym in enumerate(syms):

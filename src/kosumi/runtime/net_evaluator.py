@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from kosumi import accel
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.go.coords import symmetry_permutation
@@ -36,15 +37,13 @@ from kosumi.runtime.evaluator import Evaluation, Evaluator, same_size_chunks
 def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
     """Softmax over the last axis restricted to ``legal`` (bool, broadcastable); illegal -> 0.
 
-    float32, in place on one copy (this runs at every search leaf: a float64 version with
-    temporaries cost ~13 us per position). Every row needs at least one legal entry.
+    float32, one pass per row in C when built (``kosumi.accel.masked_softmax``; this runs at
+    every search leaf, where a chain of numpy calls cost ~6 us per position). Every row needs at
+    least one legal entry (ValueError otherwise).
     """
-    x = np.array(logits, dtype=np.float32)
-    np.copyto(x, -np.inf, where=~legal)
-    x -= x.max(axis=-1, keepdims=True)
-    np.exp(x, out=x)  # exp(-inf) = 0 exactly at illegal points
-    x /= x.sum(axis=-1, keepdims=True)
-    return x
+    x = np.ascontiguousarray(logits, dtype=np.float32)
+    mask = np.ascontiguousarray(np.broadcast_to(legal, x.shape))
+    return accel.masked_softmax(x, mask, x.shape[-1], np.empty_like(x))
 
 
 def wdl_probabilities(value: np.ndarray) -> np.ndarray:
@@ -56,14 +55,11 @@ def wdl_probabilities(value: np.ndarray) -> np.ndarray:
 
 def win_probability(value: np.ndarray, kind: str) -> np.ndarray:
     """Raw value outputs [..., 3] (wdl logits) or [..., 1] (pre-tanh) -> win probability [...]."""
-    v = value.astype(np.float64)
     if kind == "wdl":
-        v = v - v.max(axis=-1, keepdims=True)
-        e = np.exp(v)
-        p = e / e.sum(axis=-1, keepdims=True)
+        p = wdl_probabilities(value)
         w = p[..., 0] + 0.5 * p[..., 2]
     else:
-        w = 0.5 * (1.0 + np.tanh(v[..., 0]))
+        w = 0.5 * (1.0 + np.tanh(value[..., 0].astype(np.float64)))
     return np.clip(w, 0.0, 1.0)
 
 
@@ -114,9 +110,10 @@ class NetEvaluator(Evaluator):
                 glob = np.tile(glob, (k, 1))
         out = self.backend.forward(planes, glob)
 
-        legal = np.ones((bsz, nn + 1), dtype=bool)
+        legal = np.empty((bsz, nn + 1), dtype=bool)
+        legal[:, nn] = True  # pass
         for i, s in enumerate(states):
-            legal[i, :nn] = s.legal_mask()
+            s.legal_mask(out=legal[i, :nn])
         logits = out["policy"].reshape(k, bsz, nn + 1)
         own_raw = out.get("ownership")
         own = None if own_raw is None else np.tanh(own_raw.reshape(k, bsz, nn))
@@ -129,30 +126,33 @@ class NetEvaluator(Evaluator):
                     own[j] = own[j][:, perm]
         policy = masked_softmax(logits, legal[None])
         raw_value = out["value"].reshape(k, bsz, -1)
+        # (this runs at every search leaf, where each numpy call on a small array costs
+        # microseconds: few calls, no reductions that a Python loop does cheaper)
         wdl = None
         if self.config.value == "wdl":  # one softmax gives both the wdl and the win probability
             wdl_k = wdl_probabilities(raw_value)
-            value = np.clip(wdl_k[..., 0] + 0.5 * wdl_k[..., 2], 0.0, 1.0)
-            wdl = wdl_k.mean(axis=0)
+            value_k = wdl_k[..., 0] + 0.5 * wdl_k[..., 2]
+            wdl = wdl_k[0] if k == 1 else wdl_k.mean(axis=0)
         else:
-            value = win_probability(raw_value, self.config.value)
+            value_k = win_probability(raw_value, self.config.value)
         lead = out.get("score_lead")
         lead = None if lead is None else lead.reshape(k, bsz)
         if k == 1:
-            policy, value = policy[0], value[0]
-            lead = None if lead is None else lead[0]
+            policy = policy[0]
+            values = value_k[0].tolist()
+            leads = None if lead is None else lead[0].tolist()
             own = None if own is None else own[0].astype(np.float32, copy=False)
         else:  # average over the symmetries
             policy = policy.mean(axis=0, dtype=np.float64)
             policy = (policy / policy.sum(axis=1, keepdims=True)).astype(np.float32)
-            value = value.mean(axis=0)
-            lead = None if lead is None else lead.mean(axis=0)
+            values = value_k.mean(axis=0).tolist()
+            leads = None if lead is None else lead.mean(axis=0).tolist()
             own = None if own is None else own.mean(axis=0).astype(np.float32)
         return [
             Evaluation(
                 policy=policy[i],
-                value=float(value[i]),
-                score_lead=None if lead is None else float(lead[i]),
+                value=min(max(values[i], 0.0), 1.0),
+                score_lead=None if leads is None else leads[i],
                 ownership=None if own is None else own[i],
                 wdl=None if wdl is None else wdl[i],
             )

@@ -11,12 +11,16 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from kosumi.go.board import GameState
+from kosumi.go.coords import symmetry_permutation
+
+T = TypeVar("T")
 
 
 def same_size_chunks(states: Sequence[GameState], max_batch: int) -> list[list[int]]:
@@ -28,6 +32,44 @@ def same_size_chunks(states: Sequence[GameState], max_batch: int) -> list[list[i
     step = max(1, int(max_batch))
     return [idx[start : start + step] for idx in by_size.values()
             for start in range(0, len(idx), step)]
+
+
+def map_same_size(states: Sequence[GameState], max_batch: int,
+                  fn: Callable[[list[GameState]], list[T]]) -> list[T]:
+    """``fn`` over same-size chunks of ``states`` (see ``same_size_chunks``), results in the
+    order of ``states``."""
+    results: list[T | None] = [None] * len(states)
+    for chunk in same_size_chunks(states, max_batch):
+        for i, r in zip(chunk, fn([states[i] for i in chunk])):
+            results[i] = r
+    return results  # type: ignore[return-value]
+
+
+def symmetric_inputs(planes: np.ndarray, glob: np.ndarray | None,
+                     symmetries: Sequence[int]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Every position of a batch under each of ``symmetries``, symmetry-major: planes
+    [B, C, N, N] -> [k*B, C, N, N] (row j*B + i = position i under symmetries[j]); globals
+    tiled alike. The identity alone returns the inputs as they are."""
+    if len(symmetries) == 1 and symmetries[0] == 0:
+        return planes, glob
+    bsz, c, n, _ = planes.shape
+    flat = planes.reshape(bsz, c, n * n)
+    stacked = np.empty((len(symmetries), bsz, c, n * n), dtype=np.float32)
+    for j, sym in enumerate(symmetries):
+        stacked[j][..., symmetry_permutation(n, sym)] = flat
+    return (stacked.reshape(len(symmetries) * bsz, c, n, n),
+            None if glob is None else np.tile(glob, (len(symmetries), 1)))
+
+
+def legal_with_pass(states: Sequence[GameState]) -> np.ndarray:
+    """bool [B, N*N + 1]: each position's legal points for the side to move, then pass (always
+    legal). Same-size states."""
+    nn = states[0].size ** 2
+    legal = np.empty((len(states), nn + 1), dtype=bool)
+    legal[:, nn] = True
+    for i, s in enumerate(states):
+        s.legal_mask(out=legal[i, :nn])
+    return legal
 
 
 @dataclass

@@ -34,7 +34,13 @@ from kosumi.errors import KosumiError
 from kosumi.go.board import KO_SIMPLE, GameState
 from kosumi.go.coords import WHITE, symmetry_permutation
 from kosumi.nets.katago import describe_desc, is_katago_file, read_katago
-from kosumi.runtime.evaluator import Evaluation, Evaluator, same_size_chunks
+from kosumi.runtime.evaluator import (
+    Evaluation,
+    Evaluator,
+    legal_with_pass,
+    map_same_size,
+    symmetric_inputs,
+)
 
 __all__ = ["KataGoEvaluator", "KataGoOutput", "is_katago_file", "load_katago_evaluator"]
 
@@ -146,12 +152,8 @@ class KataGoEvaluator(Evaluator):
         for s in states:
             if not self.supports_size(s.size):
                 raise KosumiError(f"{self.name}: cannot evaluate a {s.size}x{s.size} board")
-        results: list[KataGoOutput | None] = [None] * len(states)
         step = max(1, self.max_batch // len(self.symmetries))
-        for chunk in same_size_chunks(states, step):
-            for i, o in zip(chunk, self._evaluate_same_size([states[i] for i in chunk])):
-                results[i] = o
-        return results  # type: ignore[return-value]
+        return map_same_size(states, step, self._evaluate_same_size)
 
     def _evaluate_same_size(self, states: list[GameState]) -> list[KataGoOutput]:
         n = states[0].size
@@ -160,19 +162,8 @@ class KataGoEvaluator(Evaluator):
         syms = self.symmetries
         k = len(syms)
         planes, glob = self.features.encode(states)
-        if k > 1:  # every position under each symmetry, in one forward pass
-            c = planes.shape[1]
-            flat = planes.reshape(bsz, c, nn)
-            stacked = np.empty((k, bsz, c, nn), dtype=np.float32)
-            for j, sym in enumerate(syms):
-                stacked[j][..., symmetry_permutation(n, sym)] = flat
-            planes = stacked.reshape(k * bsz, c, n, n)
-            glob = np.tile(glob, (k, 1))
-        out = self.forward(planes, glob)
-
-        legal = np.ones((bsz, nn + 1), dtype=bool)
-        for i, s in enumerate(states):
-            s.legal_mask(out=legal[i, :nn])
+        out = self.forward(*symmetric_inputs(planes, glob, syms))  # one pass for all symmetries
+        legal = legal_with_pass(states)
         logits = out["policy"].reshape(k, bsz, nn + 1).astype(np.float64)
         own = np.tanh(out["ownership"].reshape(k, bsz, nn).astype(np.float64))
         for j, sym in enumerate(syms):

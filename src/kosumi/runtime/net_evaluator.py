@@ -31,7 +31,13 @@ from kosumi.go.coords import symmetry_permutation
 from kosumi.nets.config import NetConfig
 from kosumi.nets.features import get_feature_set
 from kosumi.runtime.backend import Backend
-from kosumi.runtime.evaluator import Evaluation, Evaluator, same_size_chunks
+from kosumi.runtime.evaluator import (
+    Evaluation,
+    Evaluator,
+    legal_with_pass,
+    map_same_size,
+    symmetric_inputs,
+)
 
 
 def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
@@ -86,11 +92,7 @@ class NetEvaluator(Evaluator):
                 sizes = ",".join(map(str, self.config.board_sizes))
                 raise KosumiError(f"{self.name}: this net does not play {size}x{size} "
                                   f"(board sizes: {sizes})")
-        results: list[Evaluation | None] = [None] * len(states)
-        for chunk in same_size_chunks(states, self.max_batch):
-            for i, e in zip(chunk, self._evaluate_same_size([states[i] for i in chunk])):
-                results[i] = e
-        return results  # type: ignore[return-value]
+        return map_same_size(states, self.max_batch, self._evaluate_same_size)
 
     def _evaluate_same_size(self, states: list[GameState]) -> list[Evaluation]:
         n = states[0].size
@@ -99,21 +101,8 @@ class NetEvaluator(Evaluator):
         syms = self.symmetries
         k = len(syms)
         planes, glob = self.features.encode(states)
-        if k > 1:
-            c = planes.shape[1]
-            flat = planes.reshape(bsz, c, nn)
-            stacked = np.empty((k, bsz, c, nn), dtype=np.float32)
-            for j, sym in enumerate(syms):
-                stacked[j][..., symmetry_permutation(n, sym)] = flat  # apply_symmetry
-            planes = stacked.reshape(k * bsz, c, n, n)
-            if glob is not None:
-                glob = np.tile(glob, (k, 1))
-        out = self.backend.forward(planes, glob)
-
-        legal = np.empty((bsz, nn + 1), dtype=bool)
-        legal[:, nn] = True  # pass
-        for i, s in enumerate(states):
-            s.legal_mask(out=legal[i, :nn])
+        out = self.backend.forward(*symmetric_inputs(planes, glob, syms))
+        legal = legal_with_pass(states)
         logits = out["policy"].reshape(k, bsz, nn + 1)
         own_raw = out.get("ownership")
         own = None if own_raw is None else np.tanh(own_raw.reshape(k, bsz, nn))

@@ -194,7 +194,7 @@ def read_init(options: DistillOptions) -> tuple[DistillOptions, Any, dict[str, A
         if value is not None and value != have[name]:
             raise KosumiError(f"--{name} {value} differs from the --init checkpoint {path} "
                               f"({have[name]}); leave it out to take the checkpoint's")
-    identity = {"path": str(path), "sha256": sha256_file(path), "arch": cfg.arch}
+    identity = {"path": text, "sha256": sha256_file(path), "arch": cfg.arch}  # as given
     return replace(options, **have), ckpt, identity
 
 

@@ -70,7 +70,6 @@ Multi-process / multi-machine: run the same command under ``torchrun`` (see
 
 from __future__ import annotations
 
-import json
 import math
 import signal
 import sys
@@ -96,6 +95,7 @@ from kosumi.distill.dataset import (
     split_by_game,
 )
 from kosumi.distill.ddp import DistContext, init_distributed, unwrap, wrap_model
+from kosumi.distill.metrics_log import append_metrics_log, truncate_metrics_log
 from kosumi.distill.train_state import (
     COMPARED,
     DEFAULTS,
@@ -106,6 +106,7 @@ from kosumi.distill.train_state import (
     check_options,
     check_resume,
     check_teacher,
+    load_init,
     load_training_state,
     new_settings,
     read_init,
@@ -115,7 +116,6 @@ from kosumi.distill.train_state import (
     student_config,
 )
 from kosumi.errors import KosumiError
-from kosumi.fileio import atomic_write
 from kosumi.nets.checkpoint import save_checkpoint
 from kosumi.nets.features import get_feature_set
 from kosumi.nets.resnet import KosumiNet
@@ -233,25 +233,6 @@ def _param_groups(net: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
             {"params": no_decay, "weight_decay": 0.0}]
 
 
-# ---------------------------------------------------------------------------- metrics file
-def _truncate_metrics(path: Path, last_step: int) -> list[dict[str, Any]]:
-    """Keep the records up to ``last_step`` (a resumed run re-logs what followed)."""
-    from kosumi.viz.curves import read_metrics
-
-    if not path.exists():
-        return []
-    kept = [r for r in read_metrics(path) if r["step"] <= last_step]
-    text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in kept)
-    atomic_write(path, text.encode("utf-8"))
-    return kept
-
-
-def _append_metrics(path: Path, record: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, separators=(",", ":")) + "\n")
-        f.flush()
-
-
 # ---------------------------------------------------------------------------- the run
 def _open_store(options: DistillOptions, store: Any | None) -> Any:
     if store is not None:
@@ -320,9 +301,9 @@ class _Run:
             raise KosumiError(f"--epochs must be > 0, not {o.epochs}")
         self.saved: dict[str, Any] | None = None
         self.saved_tensors: dict[str, torch.Tensor] = {}
-        self.init_ckpt, self.init_identity = None, None
+        self.init_net, self.init_identity = None, None
         if o.init is not None:
-            o, self.init_ckpt, self.init_identity = read_init(o)
+            o, self.init_net, self.init_identity = read_init(o)
             self.o = o
         if o.resume:
             self.saved, self.saved_tensors = read_training_state(paths.state)
@@ -420,28 +401,8 @@ class _Run:
             load_training_state(self.paths.state, self.saved, self.saved_tensors, net,
                                 self.optimizer)
             self.saved_tensors = {}
-        elif self.init_ckpt is not None:
-            self._load_init(net)
-
-    def _load_init(self, net: nn.Module) -> None:
-        """Copy the --init checkpoint's tensors into the fresh student (same arch, features,
-        head and value: checked by read_init); outputs it lacks keep their random start."""
-        own = net.state_dict()
-        where = self.init_identity["path"]
-        for name, t in self.init_ckpt.tensors.items():
-            if name not in own:
-                self.log(f"note: --init {where}: tensor {name} has no place in the student; "
-                         "not used")
-                continue
-            if tuple(own[name].shape) != tuple(t.shape):
-                raise KosumiError(f"--init {where}: tensor {name} has shape {tuple(t.shape)}, "
-                                  f"the student's is {tuple(own[name].shape)}")
-            own[name].copy_(torch.from_numpy(np.ascontiguousarray(t)))
-        fresh = sorted({k.split(".")[0] for k in own if k not in self.init_ckpt.tensors
-                        and not k.endswith("num_batches_tracked")})
-        if fresh:
-            self.log(f"note: --init {where} has no weights for {', '.join(fresh)}: "
-                     "those start at random")
+        elif self.init_net is not None:
+            load_init(net, self.init_net, self.init_identity["path"], self.log)
 
     # ------------------------------------------------------------------ provenance / saving
     def _provenance(self, step: int, train: dict[str, float], val: dict[str, float]) -> dict:
@@ -528,7 +489,7 @@ class _Run:
         records: list[dict[str, Any]] = []
         if ctx.is_main:
             if o.resume:
-                records = _truncate_metrics(paths.metrics, self.start)
+                records = truncate_metrics_log(paths.metrics, self.start)
             elif paths.metrics.exists():
                 paths.metrics.unlink()
         n_train = sum(len(i) for i in self.train_idx.values())
@@ -584,7 +545,7 @@ class _Run:
                             "train": M.finite_or_none(train_means),
                             "val": M.finite_or_none(val),
                         }
-                        _append_metrics(paths.metrics, record)
+                        append_metrics_log(paths.metrics, record)
                         records.append(record)
                         self._save(step, train_means, val)
                         if step == end or time.perf_counter() - self.last_plot > PLOT_EVERY_S:

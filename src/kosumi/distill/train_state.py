@@ -166,9 +166,9 @@ class TeacherFilter:
 
 
 # ---------------------------------------------------------------------------- --init
-def read_init(options: DistillOptions) -> tuple[DistillOptions, Any, dict[str, Any]]:
+def read_init(options: DistillOptions) -> tuple[DistillOptions, nn.Module, dict[str, Any]]:
     """``--init``: (the options with the student's arch, features, head and value taken from the
-    checkpoint where not given, the checkpoint, its identity for the provenance).
+    checkpoint where not given, the checkpoint's net, its identity for the provenance).
 
     A given --student/--features/--head/--value must agree with the checkpoint: KosumiError
     naming the first that differs. Board sizes are free (a conv head plays every size)."""
@@ -176,7 +176,7 @@ def read_init(options: DistillOptions) -> tuple[DistillOptions, Any, dict[str, A
 
     from kosumi.distill.shards import sha256_file
     from kosumi.models import DEFAULT_NAME, resolve_model
-    from kosumi.nets.checkpoint import read_checkpoint
+    from kosumi.nets.checkpoint import build_net, read_checkpoint
 
     if options.resume:
         raise KosumiError("--init starts a new run from a checkpoint; --resume continues a run "
@@ -195,7 +195,19 @@ def read_init(options: DistillOptions) -> tuple[DistillOptions, Any, dict[str, A
             raise KosumiError(f"--{name} {value} differs from the --init checkpoint {path} "
                               f"({have[name]}); leave it out to take the checkpoint's")
     identity = {"path": text, "sha256": sha256_file(path), "arch": cfg.arch}  # as given
-    return replace(options, **have), ckpt, identity
+    return replace(options, **have), build_net(ckpt, path), identity
+
+
+def load_init(net: nn.Module, init_net: nn.Module, where: str, log: Any) -> None:
+    """Copy the --init net's weights into a fresh student of the same arch, features, head and
+    value (``read_init`` checked them); outputs only one of the two has are reported via ``log``
+    (the student's start at random)."""
+    result = net.load_state_dict(init_net.state_dict(), strict=False)
+    for keys, what in ((result.missing_keys, "has no weights for {}: those start at random"),
+                       (result.unexpected_keys, "has {}, which the student has not: not used")):
+        parts = sorted({k.split(".")[0] for k in keys})
+        if parts:
+            log(f"note: --init {where} " + what.format(", ".join(parts)))
 
 
 # ---------------------------------------------------------------------------- settings

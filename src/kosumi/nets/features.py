@@ -138,7 +138,6 @@ class Basic(FeatureSet):
     num_planes = 11
     num_globals = 4
     description = "stones, liberties 1/2/3+, ko, last 4 moves; side to move, komi, last pass"
-    last_moves = 4
 
     def encode(self, states: Sequence[GameState]) -> tuple[np.ndarray, np.ndarray]:
         n = batch_board_size(states)

@@ -181,6 +181,13 @@ def test_import_sampling_and_min_moves(tmp_path):
     assert 0 < half.added < 6
     assert read_positions(tmp_path / "half") == read_positions(tmp_path / "half2")
     assert again.added == half.added
+    # the same game elsewhere (another folder, another name) samples alike: keyed on content
+    moved = tmp_path / "elsewhere" / "renamed.sgf"
+    moved.parent.mkdir()
+    moved.write_bytes((games / "a.sgf").read_bytes())
+    import_sgf([moved], tmp_path / "half3", sample=0.5, seed=3)
+    assert ([p.moves for p in read_positions(tmp_path / "half3")]
+            == [p.moves for p in read_positions(tmp_path / "half")])
     import_sgf([games / "a.sgf"], tmp_path / "late", min_moves=2)
     assert [len(p.moves) for p in read_positions(tmp_path / "late")] == [2, 3, 4, 5]
 

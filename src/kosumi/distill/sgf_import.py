@@ -4,7 +4,8 @@
 of several games), replays each game's main line with kosumi's rules and hands every position
 (before the first move, after each move; not a finished game's last one) to a
 ``PositionWriter`` (``kosumi.distill.positions``), which deduplicates them up to symmetry.
-``sample`` keeps a deterministic (per ``seed``) fraction of the positions.
+``sample`` keeps a deterministic fraction of the positions, chosen by ``seed`` and each game's
+content (not its file's path).
 """
 
 from __future__ import annotations
@@ -48,10 +49,12 @@ def split_sgf_collection(data: bytes, name: str) -> list[bytes]:
     return [sgf_grammar.serialise_game_tree(t) for t in trees]
 
 
-def _sampled(seed: int, source: str, k: int, fraction: float) -> bool:
+def _sampled(seed: int, game: bytes, k: int, fraction: float) -> bool:
+    """Keep position ``k`` of ``game`` (its SGF text)? Keyed on the content, not the file's
+    path: the same game samples alike wherever it lies."""
     if fraction >= 1.0:
         return True
-    h = hashlib.blake2b(f"{seed}|{source}|{k}".encode(), digest_size=8).digest()
+    h = hashlib.blake2b(f"{seed}|{k}|".encode() + game, digest_size=8).digest()
     return int.from_bytes(h, "big") / 2.0**64 < fraction
 
 
@@ -69,9 +72,9 @@ def import_sgf(paths: Sequence[str | os.PathLike], out: str | os.PathLike,
     """Import the main line of every game in ``paths`` (SGF files or folders, any board size).
 
     Every position of a game (before the first move, after each move; not a finished game's
-    last position) is kept with probability ``sample`` (deterministic for ``seed``), positions
-    with fewer than ``min_moves`` moves are skipped, duplicates (up to symmetry) are dropped.
-    A bad file stops the import with a KosumiError naming it, unless ``skip_bad`` (then it is
+    last position) is kept with probability ``sample`` (deterministic for ``seed`` and the
+    game), positions with fewer than ``min_moves`` moves are skipped, duplicates (up to
+    symmetry) are dropped. A bad file stops the import with a KosumiError naming it, unless ``skip_bad`` (then it is
     reported through ``warn(message)`` and skipped). Rerunning is safe: nothing is added twice.
     """
     from kosumi.go.sgf import parse_sgf
@@ -97,7 +100,7 @@ def import_sgf(paths: Sequence[str | os.PathLike], out: str | os.PathLike,
                     start = record.to_state(0, rules=rules)
                     source = f"sgf:{name}"
                     keep = [k for k in range(min_moves, len(record.moves) + 1)
-                            if _sampled(seed, source, k, sample)]
+                            if _sampled(seed, game, k, sample)]
                     writer.add_game(start, record.moves, source, keep=keep)
                 stats.files += 1
             except KosumiError as e:

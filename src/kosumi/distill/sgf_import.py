@@ -74,8 +74,9 @@ def import_sgf(paths: Sequence[str | os.PathLike], out: str | os.PathLike,
     Every position of a game (before the first move, after each move; not a finished game's
     last position) is kept with probability ``sample`` (deterministic for ``seed`` and the
     game), positions with fewer than ``min_moves`` moves are skipped, duplicates (up to
-    symmetry) are dropped. A bad file stops the import with a KosumiError naming it, unless ``skip_bad`` (then it is
-    reported through ``warn(message)`` and skipped). Rerunning is safe: nothing is added twice.
+    symmetry) are dropped. A bad file stops the import with a KosumiError naming it, unless
+    ``skip_bad`` (then it is reported through ``warn(message)`` and skipped). Rerunning is safe:
+    nothing is added twice.
     """
     from kosumi.go.sgf import parse_sgf
     from kosumi.progress import progress_bar

@@ -61,6 +61,19 @@ def symmetric_inputs(planes: np.ndarray, glob: np.ndarray | None,
             None if glob is None else np.tile(glob, (len(symmetries), 1)))
 
 
+def to_original_frame(n: int, symmetries: Sequence[int], *arrays: np.ndarray | None) -> None:
+    """In place: outputs [k, B, L] of ``symmetric_inputs`` (row j under ``symmetries[j]``) back
+    to the original frame over their first N*N entries (a pass entry after them stays):
+    original[p] = transformed[perm[p]]. ``None`` arrays are skipped."""
+    nn = n * n
+    for j, sym in enumerate(symmetries):
+        if sym:
+            perm = symmetry_permutation(n, sym)
+            for a in arrays:
+                if a is not None:
+                    a[j, :, :nn] = a[j][:, perm]
+
+
 def legal_with_pass(states: Sequence[GameState]) -> np.ndarray:
     """bool [B, N*N + 1]: each position's legal points for the side to move, then pass (always
     legal). Same-size states."""

@@ -32,7 +32,7 @@ import numpy as np
 
 from kosumi.errors import KosumiError
 from kosumi.go.board import KO_SIMPLE, GameState
-from kosumi.go.coords import WHITE, symmetry_permutation
+from kosumi.go.coords import WHITE
 from kosumi.nets.katago import describe_desc, is_katago_file, read_katago
 from kosumi.runtime.evaluator import (
     Evaluation,
@@ -40,6 +40,7 @@ from kosumi.runtime.evaluator import (
     legal_with_pass,
     map_same_size,
     symmetric_inputs,
+    to_original_frame,
 )
 
 __all__ = ["KataGoEvaluator", "KataGoOutput", "is_katago_file", "load_katago_evaluator"]
@@ -166,11 +167,7 @@ class KataGoEvaluator(Evaluator):
         legal = legal_with_pass(states)
         logits = out["policy"].reshape(k, bsz, nn + 1).astype(np.float64)
         own = np.tanh(out["ownership"].reshape(k, bsz, nn).astype(np.float64))
-        for j, sym in enumerate(syms):
-            if sym:  # back to the original frame: original[p] = transformed[perm[p]]
-                perm = symmetry_permutation(n, sym)
-                logits[j, :, :nn] = logits[j][:, perm]
-                own[j] = own[j][:, perm]
+        to_original_frame(n, syms, logits, own)
         x = np.where(legal[None], logits, -np.inf)
         x -= x.max(axis=-1, keepdims=True)
         e = np.exp(x)

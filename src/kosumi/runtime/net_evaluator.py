@@ -27,7 +27,6 @@ import numpy as np
 from kosumi import accel
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
-from kosumi.go.coords import symmetry_permutation
 from kosumi.nets.config import NetConfig
 from kosumi.nets.features import get_feature_set
 from kosumi.runtime.backend import Backend
@@ -37,6 +36,7 @@ from kosumi.runtime.evaluator import (
     legal_with_pass,
     map_same_size,
     symmetric_inputs,
+    to_original_frame,
 )
 
 
@@ -106,13 +106,9 @@ class NetEvaluator(Evaluator):
         logits = out["policy"].reshape(k, bsz, nn + 1)
         own_raw = out.get("ownership")
         own = None if own_raw is None else np.tanh(own_raw.reshape(k, bsz, nn))
-        if k > 1:  # back to the original frame: original[p] = transformed[perm[p]]
+        if k > 1:
             logits = logits.copy()
-            for j, sym in enumerate(syms):
-                perm = symmetry_permutation(n, sym)
-                logits[j, :, :nn] = logits[j][:, perm]
-                if own is not None:
-                    own[j] = own[j][:, perm]
+            to_original_frame(n, syms, logits, own)
         policy = masked_softmax(logits, legal[None])
         raw_value = out["value"].reshape(k, bsz, -1)
         # (this runs at every search leaf, where each numpy call on a small array costs

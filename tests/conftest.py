@@ -64,3 +64,17 @@ def gnugo() -> str:
 @pytest.fixture
 def leelaz() -> str:
     return require_program(LEELAZ)
+
+
+def randomise_bn(net, g) -> None:
+    """Non-trivial statistics and affine parameters for every BatchNorm2d of ``net`` (drawn from
+    the torch generator ``g``), so that exporters' BN mappings are really exercised."""
+    import torch
+
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.3)
+                m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+                m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+                m.bias.copy_(torch.randn(m.num_features, generator=g) * 0.2)

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import randomise_bn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -52,16 +53,11 @@ def lz_config(arch: str = "b1c4") -> NetConfig:
                      score_lead=False, ownership=False)
 
 
-def randomise_bn(net: KosumiNet, seed: int = 5) -> KosumiNet:
+def randomise_lz(net: KosumiNet, seed: int = 5) -> KosumiNet:
     """Non-trivial BN statistics and affine parameters, a peaked policy, a non-even value."""
     g = torch.Generator().manual_seed(seed)
+    randomise_bn(net, g)
     with torch.no_grad():
-        for m in net.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.3)
-                m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-                m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-                m.bias.copy_(torch.randn(m.num_features, generator=g) * 0.2)
         net.policy_fc.weight.mul_(8)
         net.policy_fc.bias.copy_(torch.randn(362, generator=g) * 0.5)
         net.value_fc1.bias.copy_(torch.randn(256, generator=g) * 0.5)
@@ -71,7 +67,7 @@ def randomise_bn(net: KosumiNet, seed: int = 5) -> KosumiNet:
 
 
 def random_lz_net(arch: str = "b1c4", seed: int = 3) -> KosumiNet:
-    return randomise_bn(KosumiNet.random(lz_config(arch), seed), seed + 1)
+    return randomise_lz(KosumiNet.random(lz_config(arch), seed), seed + 1)
 
 
 def weights_of(net: KosumiNet, version: int = 1) -> LeelaZeroWeights:
@@ -595,7 +591,7 @@ def test_exported_net_matches_leelaz(leelaz, tmp_path):
     r = runner.invoke(app, ["init", "--head", "lz", "--features", "lz18", "--arch", "b2c16",
                             "--seed", "11", "--out", str(ck)])
     assert r.exit_code == 0, r.output
-    save_checkpoint(ck, randomise_bn(load_net(ck), 5))
+    save_checkpoint(ck, randomise_lz(load_net(ck), 5))
     weights = tmp_path / "lz.txt"
     r = runner.invoke(app, ["export", str(ck), "--format", "leelaz", "--out", str(weights)])
     assert r.exit_code == 0, r.output
@@ -605,7 +601,7 @@ def test_exported_net_matches_leelaz(leelaz, tmp_path):
 def test_read_foreign_v2_file_matches_leelaz(leelaz, tmp_path):
     """A gzipped version-2 file written by another writer: leelaz and kosumi's reader agree
     (so reading is proven against the peer, including Black's-view values)."""
-    net = randomise_bn(KosumiNet.random(lz_config("b1c8"), 21), 22)
+    net = randomise_lz(KosumiNet.random(lz_config("b1c8"), 21), 22)
     weights = tmp_path / "foreign-v2.txt.gz"
     weights.write_bytes(gzip.compress(independent_lz_text(net, version=2).encode()))
     assert read_leelaz(weights).version == 2

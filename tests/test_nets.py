@@ -9,6 +9,7 @@ import struct
 import numpy as np
 import pytest
 import torch
+from conftest import randomise_bn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save as st_save
@@ -341,14 +342,8 @@ def test_lz_head_matches_leelaz(leelaz, tmp_path):
     import subprocess
 
     net = KosumiNet.random(lz_config("b2c16"), 11)
-    g = torch.Generator().manual_seed(5)
+    randomise_bn(net, torch.Generator().manual_seed(5))
     with torch.no_grad():
-        for m in net.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.3)
-                m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-                m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-                m.bias.copy_(torch.randn(m.num_features, generator=g) * 0.2)
         net.policy_fc.weight.mul_(8)  # a peaked policy, so that the heatmap is informative
         net.value_fc2.weight.mul_(0.3)
     weights = tmp_path / "net.txt"

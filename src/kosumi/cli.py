@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -32,14 +31,14 @@ def init_command(
     arch: str = typer.Option("b6c64", "--arch", help="Blocks x channels, e.g. b6c64."),
     features: str = typer.Option("basic", "--features", help="Feature set: basic, lz18."),
     head: str = typer.Option("conv", "--head", help="Head style: conv (any size) or lz."),
-    board_sizes: Optional[str] = typer.Option(
+    board_sizes: str | None = typer.Option(
         None, "--board-sizes", help="Comma-separated sizes (default 9,13,19; lz: 19)."
     ),
-    value: Optional[str] = typer.Option(None, "--value", help="wdl or tanh (default: wdl; lz: tanh)."),
-    score_lead: Optional[bool] = typer.Option(
+    value: str | None = typer.Option(None, "--value", help="wdl or tanh (default: wdl; lz: tanh)."),
+    score_lead: bool | None = typer.Option(
         None, "--score-lead/--no-score-lead", help="Score-lead output (default: on; lz: off)."
     ),
-    ownership: Optional[bool] = typer.Option(
+    ownership: bool | None = typer.Option(
         None, "--ownership/--no-ownership", help="Ownership output (default: on; lz: off)."
     ),
     seed: int = typer.Option(0, "--seed", help="Random seed (the same seed gives the same net)."),
@@ -75,16 +74,16 @@ def init_command(
 @app.command("analyze")
 def analyze_command(
     model: Path = typer.Option(..., "--model", help="Model file (kosumi checkpoint)."),
-    moves: Optional[str] = typer.Option(
+    moves: str | None = typer.Option(
         None, "--moves", help='Moves from the empty board, e.g. "B D4 W Q16 B pass".'
     ),
     size: int = typer.Option(19, "--size", help="Board size for --moves."),
     komi: float = typer.Option(7.5, "--komi", help="Komi for --moves."),
-    sgf: Optional[Path] = typer.Option(None, "--sgf", help="SGF game to analyse."),
-    move: Optional[int] = typer.Option(
+    sgf: Path | None = typer.Option(None, "--sgf", help="SGF game to analyse."),
+    move: int | None = typer.Option(
         None, "--move", min=0, help="With --sgf: the position after this many moves (default: end)."
     ),
-    positions: Optional[Path] = typer.Option(
+    positions: Path | None = typer.Option(
         None, "--positions", help="JSON Lines positions (id, board_size, komi, moves)."
     ),
     rules: str = typer.Option("chinese", "--rules", help="chinese, tromp-taylor or positional."),
@@ -149,13 +148,13 @@ def gtp_command(
     visits: int = typer.Option(200, "--visits", min=1, help="Playouts per move."),
     batch: int = typer.Option(8, "--batch", min=1, help="Leaves evaluated together."),
     threads: int = typer.Option(1, "--threads", min=1, help="Evaluator threads."),
-    time_per_move: Optional[float] = typer.Option(
+    time_per_move: float | None = typer.Option(
         None, "--time-per-move", min=0.0, help="Seconds per move when no clock is set."
     ),
     resign_threshold: float = typer.Option(
         0.0, "--resign-threshold", min=0.0, max=1.0, help="Resign below this winrate (0: never)."
     ),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed."),
+    seed: int | None = typer.Option(None, "--seed", help="Random seed."),
     temperature: float = typer.Option(
         0.0, "--temperature", min=0.0, help="Sample early moves by visits^(1/T) (0: best move)."
     ),
@@ -185,12 +184,12 @@ def match_command(
     size: int = typer.Option(9, "--size", help="Board size."),
     komi: float = typer.Option(7.0, "--komi", help="Komi."),
     swap_colors: bool = typer.Option(False, "--swap-colors", help="Alternate colours per game."),
-    sgf_dir: Optional[Path] = typer.Option(None, "--sgf-dir", help="Write each game as SGF here."),
+    sgf_dir: Path | None = typer.Option(None, "--sgf-dir", help="Write each game as SGF here."),
     move_timeout: float = typer.Option(60.0, "--move-timeout", help="Seconds per GTP answer."),
-    sprt_text: Optional[str] = typer.Option(
+    sprt_text: str | None = typer.Option(
         None, "--sprt", help="'elo0,elo1': stop when the SPRT (alpha=beta=0.05) decides."
     ),
-    max_moves: Optional[int] = typer.Option(
+    max_moves: int | None = typer.Option(
         None, "--max-moves", help="Stop and score a game after this many moves (default 3*N*N)."
     ),
     referee: str = typer.Option(
@@ -265,14 +264,14 @@ def selfplay_command(
     size: int = typer.Option(9, "--size", help="Board size."),
     komi: float = typer.Option(7.0, "--komi", help="Komi."),
     rules: str = typer.Option("chinese", "--rules", help="chinese, tromp-taylor or positional."),
-    visits: Optional[int] = typer.Option(
+    visits: int | None = typer.Option(
         None, "--visits", min=1, help="MCTS playouts per move (root noise; default 64)."),
-    policy_temperature: Optional[float] = typer.Option(
+    policy_temperature: float | None = typer.Option(
         None, "--policy-temperature", min=0.0,
         help="Instead of MCTS: sample the raw policy ^ 1/T (0 = the most likely move)."),
     random_opening: int = typer.Option(
         0, "--random-opening", min=0, help="The first K moves of each game are random."),
-    max_moves: Optional[int] = typer.Option(
+    max_moves: int | None = typer.Option(
         None, "--max-moves", min=1, help="Stop a game after this many moves (default 2*N*N)."),
     workers: int = typer.Option(1, "--workers", min=1, help="Processes, one teacher each."),
     threads: int = typer.Option(1, "--threads", min=1, help="CPU threads per teacher."),
@@ -305,7 +304,7 @@ def selfplay_command(
 def positions_command(
     from_sgf: list[Path] = typer.Option(
         ..., "--from-sgf", help="SGF file or folder (searched recursively); repeatable."),
-    more_sgf: Optional[list[Path]] = typer.Argument(
+    more_sgf: list[Path] | None = typer.Argument(
         None, help="More SGF files or folders (--from-sgf a.sgf b.sgf games/ ...).",
         show_default=False),
     out: Path = typer.Option(..., "--out", help="Positions folder (created or added to)."),
@@ -340,7 +339,7 @@ def label_command(
     symmetries: int = typer.Option(
         1, "--symmetries", min=1, max=8, help="Teacher averages this many symmetries (1 or 8)."),
     batch: int = typer.Option(256, "--batch", min=1, help="Positions per forward pass."),
-    shard_size: Optional[int] = typer.Option(
+    shard_size: int | None = typer.Option(
         None, "--shard-size", min=1, help="Positions per label shard (default 4096; fixed "
         "by the folder once started)."),
     allow_mixed_teachers: bool = typer.Option(
@@ -364,43 +363,43 @@ def label_command(
 def distill_command(
     data: Path = typer.Option(..., "--data", help="Label folder (kosumi label)."),
     out: Path = typer.Option(..., "--out", help="Student checkpoint to write (.safetensors)."),
-    teacher: Optional[str] = typer.Option(
+    teacher: str | None = typer.Option(
         None, "--teacher", help="Teacher file (or sha256) to check against the labels' "
         "teacher; default: the labels' teacher."),
-    student: Optional[str] = typer.Option(None, "--student", help="Student arch (default b6c64)."),
-    features: Optional[str] = typer.Option(None, "--features", help="basic (default) or lz18."),
-    head: Optional[str] = typer.Option(None, "--head", help="conv (default) or lz (19x19)."),
-    value: Optional[str] = typer.Option(None, "--value", help="wdl or tanh (default: by head)."),
-    board_sizes: Optional[str] = typer.Option(
+    student: str | None = typer.Option(None, "--student", help="Student arch (default b6c64)."),
+    features: str | None = typer.Option(None, "--features", help="basic (default) or lz18."),
+    head: str | None = typer.Option(None, "--head", help="conv (default) or lz (19x19)."),
+    value: str | None = typer.Option(None, "--value", help="wdl or tanh (default: by head)."),
+    board_sizes: str | None = typer.Option(
         None, "--board-sizes", help="Sizes to train, e.g. 9,19 (default: all in the labels)."),
-    steps: Optional[int] = typer.Option(None, "--steps", help="Optimizer steps in all."),
-    epochs: Optional[float] = typer.Option(None, "--epochs", help="Or: passes over the data "
+    steps: int | None = typer.Option(None, "--steps", help="Optimizer steps in all."),
+    epochs: float | None = typer.Option(None, "--epochs", help="Or: passes over the data "
                                            "(default 1)."),
-    batch: Optional[int] = typer.Option(None, "--batch", help="Global batch (default 256)."),
-    lr: Optional[float] = typer.Option(None, "--lr", help="Peak learning rate (default 2e-3)."),
-    weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="AdamW (0.01)."),
-    warmup: Optional[int] = typer.Option(None, "--warmup", help="Warm-up steps (default 5%)."),
-    clip: Optional[float] = typer.Option(None, "--clip", help="Gradient-norm clip (1.0; 0=off)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed: init, split, order (0)."),
-    policy_temperature: Optional[float] = typer.Option(
+    batch: int | None = typer.Option(None, "--batch", help="Global batch (default 256)."),
+    lr: float | None = typer.Option(None, "--lr", help="Peak learning rate (default 2e-3)."),
+    weight_decay: float | None = typer.Option(None, "--weight-decay", help="AdamW (0.01)."),
+    warmup: int | None = typer.Option(None, "--warmup", help="Warm-up steps (default 5%)."),
+    clip: float | None = typer.Option(None, "--clip", help="Gradient-norm clip (1.0; 0=off)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed: init, split, order (0)."),
+    policy_temperature: float | None = typer.Option(
         None, "--policy-temperature", help="Distillation temperature T (default 1)."),
-    ownership_weight: Optional[float] = typer.Option(
+    ownership_weight: float | None = typer.Option(
         None, "--ownership-weight", help="Ownership loss weight (default 0.5; 0 = none)."),
-    score_weight: Optional[float] = typer.Option(
+    score_weight: float | None = typer.Option(
         None, "--score-weight", help="Score-lead loss weight (default 0.1; 0 = none)."),
-    val_fraction: Optional[float] = typer.Option(
+    val_fraction: float | None = typer.Option(
         None, "--val-fraction", help="Games held out for evaluation (default 0.05)."),
-    augment: Optional[bool] = typer.Option(
+    augment: bool | None = typer.Option(
         None, "--augment/--no-augment", help="8-fold symmetry augmentation (default on)."),
     eval_every: int = typer.Option(500, "--eval-every", help="Evaluate + save every K steps."),
-    stop_after: Optional[int] = typer.Option(
+    stop_after: int | None = typer.Option(
         None, "--stop-after", help="Stop this invocation after K steps (then --resume)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads per process."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads per process."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:K."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run saved at --out."),
-    init: Optional[str] = typer.Option(
+    init: str | None = typer.Option(
         None, "--init", help="Start from this checkpoint's weights (or 'default'): fine-tune."),
-    cache_dir: Optional[Path] = typer.Option(
+    cache_dir: Path | None = typer.Option(
         None, "--cache-dir", help="Encoded-label cache (default ~/.cache/kosumi/distill)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:

@@ -281,7 +281,7 @@ class MCTS:
         next_cb = t0 + callback_interval
         batch = max(1, cfg.batch)
         while True:
-            if root.visits >= target and target > 0:
+            if root.visits >= target > 0:
                 break
             if deadline is not None and time.perf_counter() >= deadline:
                 break

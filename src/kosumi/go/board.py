@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from array import array
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -53,7 +53,7 @@ class Rules:
             raise ValueError(f"unknown scoring {self.scoring!r} (only 'area' is supported)")
 
     @staticmethod
-    def named(name: str) -> "Rules":
+    def named(name: str) -> Rules:
         """Presets: 'chinese' (KataGo's: simple ko, suicide illegal), 'tromp-taylor' (superko,
         suicide legal), 'positional' (superko, suicide illegal)."""
         presets = {
@@ -67,7 +67,7 @@ class Rules:
         return presets[name]
 
 
-@lru_cache(maxsize=None)
+@cache
 def zobrist_table(size: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     rng = random.Random(0x6B6F73756D69 + size)
     empty = tuple(0 for _ in range(size * size))
@@ -116,7 +116,7 @@ class GameState:
 
     @classmethod
     def from_rows(cls, rows: list[str], komi: float = 7.5, to_move: int = BLACK,
-                  rules: Rules | str = "chinese") -> "GameState":
+                  rules: Rules | str = "chinese") -> GameState:
         """A position from a diagram: strings from the TOP row, 'X' black, 'O' white, '.' empty
         (spaces ignored). The stones are setup stones; ``to_move`` moves next."""
         grid = [r.replace(" ", "") for r in rows]
@@ -132,7 +132,7 @@ class GameState:
         return state
 
     # ------------------------------------------------------------------ copying
-    def copy(self) -> "GameState":
+    def copy(self) -> GameState:
         s = GameState.__new__(GameState)
         s.size = self.size
         s.komi = self.komi
@@ -231,10 +231,9 @@ class GameState:
             if c == EMPTY:
                 has_liberty = True
                 break
-            if c == color:
-                if not self.in_atari(head[q]):
-                    has_liberty = True
-                    break
+            if c == color and not self.in_atari(head[q]):
+                has_liberty = True
+                break
         captures = self._capture_heads(p, color)
         if not has_liberty and not captures:
             if not self.rules.suicide:
@@ -242,11 +241,10 @@ class GameState:
             # multi-stone suicide may be legal; single-stone suicide never is
             if not any(board[q] == color for q in nb):
                 return "suicide"
-        if self.rules.ko == KO_POSITIONAL and (captures or not has_liberty):
-            if self._hash_after(p, color, captures, suicide=not (has_liberty or captures)) in (
-                self.hash_history
-            ):
-                return "superko"
+        if (self.rules.ko == KO_POSITIONAL and (captures or not has_liberty)
+                and self._hash_after(p, color, captures, suicide=not (has_liberty or captures))
+                in self.hash_history):
+            return "superko"
         return None
 
     def is_legal(self, p: int, color: int | None = None) -> bool:
@@ -449,7 +447,7 @@ class GameState:
         for name in GameState.__slots__:
             setattr(self, name, getattr(fresh, name))
 
-    def replay(self, num_moves: int) -> "GameState":
+    def replay(self, num_moves: int) -> GameState:
         """A new state: the same setup and the first ``num_moves`` moves of this game."""
         fresh = GameState(self.size, self.komi, self.rules)
         for c, p in self.setup:

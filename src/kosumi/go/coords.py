@@ -10,7 +10,7 @@ Moves are flat indices, with ``PASS`` (-1) for a pass and ``RESIGN`` (-2) for a 
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -101,7 +101,7 @@ def policy_move(index: int, size: int) -> int:
     return PASS if index == size * size else index
 
 
-@lru_cache(maxsize=None)
+@cache
 def neighbor_table(size: int) -> tuple[tuple[int, ...], ...]:
     """For each point, the tuple of its orthogonal on-board neighbours."""
     out = []
@@ -131,7 +131,7 @@ def _transform_xy(x: int, y: int, size: int, sym: int) -> tuple[int, int]:
     return x, y
 
 
-@lru_cache(maxsize=None)
+@cache
 def symmetry_permutation(size: int, sym: int) -> np.ndarray:
     """perm such that ``transformed[perm[p]] = original[p]`` for every point p.
 

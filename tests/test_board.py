@@ -156,3 +156,35 @@ def test_boards_ko_bans_and_illegal_points_match_katago(reference_positions):
             assert s.ko == -1 or s.ko_color != s.to_move, rec["id"]
         illegal = np.array([p is None for p in rec["katago_raw_nn"]["policy"]])
         np.testing.assert_array_equal(~s.legal_mask(), illegal, err_msg=rec["id"])
+
+
+def _recount(history: list[tuple[tuple[str, ...], int]]) -> int:
+    """Earlier entries equal to the last one (diagram and side to move)."""
+    return sum(1 for h in history[:-1] if h == history[-1])
+
+
+def test_repetitions_triple_ko_and_random_games():
+    """A hand-built triple ko on 9x9 brings the same position back every 6 moves; on random
+    5x5 games with many captures, ``repetitions()`` agrees with a recount of diagrams."""
+    black = ["B1", "A2", "B3", "G1", "F2", "G3", "B6", "A7", "B8", "H2", "pass",
+             *["C2", "C7", "H2"] * 3]
+    white = ["C1", "D2", "C3", "H1", "J2", "H3", "C6", "D7", "C8", "B2", "B7",
+             *["G2", "B2", "B7"] * 3]
+    s = GameState(9, 7.0)
+    counts = []
+    for b, w in zip(black, white):
+        for v in (b, w):
+            s.play(vertex_to_point(v, 9))
+            counts.append(s.repetitions())
+    assert counts[:27] == [0] * 27  # setup (22 moves), then the first 5 moves of the cycle
+    assert counts[27:] == [1] * 6 + [2] * 6 + [3]
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        s = GameState(5, 0.5)
+        history = [(tuple(s.rows()), s.to_move)]
+        for _ in range(120):
+            legal = np.flatnonzero(s.legal_mask())
+            p = int(rng.choice(legal)) if len(legal) and rng.random() > 0.1 else PASS
+            s.play(p)
+            history.append((tuple(s.rows()), s.to_move))
+            assert s.repetitions() == _recount(history)

@@ -232,3 +232,25 @@ def test_leelaz_plays_through_the_arena(tmp_path: Path):
         assert game.forfeit is None and game.end == "max-moves" and game.moves == 16
     with pytest.raises(KosumiError, match="cannot play this match.*unacceptable size"):
         play_match(cmd, fake("random"), games=1, size=9, referee_cmd=None, progress=False)
+
+
+# A triple ko on 9x9, hand-built: kos at A2-B2|C2 (W stone in), F2|G2-H2 (B stone in) and
+# A7-B7|C7 (W stone in). Black sets up with a pass at the end; then Black keeps capturing at
+# C2, C7, H2 and White at G2, B2, B7: every 6 moves the same position comes back.
+TRIPLE_KO_BLACK = "B1,A2,B3,G1,F2,G3,B6,A7,B8,H2,pass;C2,C7,H2"
+TRIPLE_KO_WHITE = "C1,D2,C3,H1,J2,H3,C6,D7,C8,B2,B7;G2,B2,B7"
+
+
+def test_a_cycle_ends_the_game_without_a_result(tmp_path: Path):
+    """Under simple ko a triple ko repeats forever: the arena stops at the third occurrence of
+    the position (22 setup moves, then 2 x 6), records no result and counts a draw."""
+    black = [sys.executable, str(FAKE), "script", TRIPLE_KO_BLACK]
+    white = [sys.executable, str(FAKE), "script", TRIPLE_KO_WHITE]
+    result = play_match(black, white, games=1, size=9, komi=7.0, sgf_dir=tmp_path,
+                        move_timeout=20.0, referee_cmd=None, progress=False)
+    game = result.games[0]
+    assert game.forfeit is None and game.end == "cycle" and game.moves == 34
+    assert game.result == "Void" and game.winner is None and game.score is None
+    assert result.counts()["first"]["draws"] == 1
+    assert "RE[Void]" in Path(game.sgf).read_text()
+    assert len(load_game(game.sgf).moves) == 34

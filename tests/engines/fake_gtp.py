@@ -10,7 +10,8 @@ Behaviours (what ``genmove`` does):
   noisy    writes 2 MB to stderr, then passes (blocks unless the client drains stderr)
   random   a random legal move (kosumi's rules), in lower case; PASS in upper case
            after PASS_AFTER (default 20) moves of its own
-Usage: fake_gtp.py BEHAVIOUR [SEED [PASS_AFTER]]
+  script   the moves of SCRIPT = "M1,M2,...;C1,C2,..." in order, then C1, C2, ... forever
+Usage: fake_gtp.py BEHAVIOUR [SEED [PASS_AFTER]]  or  fake_gtp.py script SCRIPT
 It answers the setup commands (boardsize, komi, clear_board, play, ...) normally.
 """
 
@@ -19,7 +20,11 @@ import sys
 import time
 
 behaviour = sys.argv[1] if len(sys.argv) > 1 else "random"
-rng = random.Random(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+script, cycle = [], []
+if behaviour == "script":
+    head, _, tail = sys.argv[2].partition(";")
+    script, cycle = head.split(","), tail.split(",")
+rng = random.Random(int(sys.argv[2]) if len(sys.argv) > 2 and not script else 1)
 pass_after = int(sys.argv[3]) if len(sys.argv) > 3 else 20
 state = None
 size, komi = 19, 7.5
@@ -80,6 +85,10 @@ for line in sys.stdin:
             time.sleep(3600)
         elif behaviour == "resign":
             reply("resign")
+        elif behaviour == "script":
+            reply(script[own_moves] if own_moves < len(script)
+                  else cycle[(own_moves - len(script)) % len(cycle)])
+            own_moves += 1
         elif behaviour == "noisy":
             for i in range(20000):
                 sys.stderr.write(f"noise line {i} " + "x" * 90 + "\n")

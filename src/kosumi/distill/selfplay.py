@@ -11,7 +11,9 @@ plays it or on the order in which games finish.
 Output folder ``DIR``:
 
 - ``DIR/sgf/seed<s>-game<i:06d>.sgf``: every finished game, written atomically the moment it
-  ends (by the worker that played it), with the area score as RE when the game ended by passes;
+  ends (by the worker that played it), with the area score as RE when the game ended by passes
+  (a game also ends, without a result, at ``--max-moves`` or when a position comes back a third
+  time: a cycle under simple ko);
 - the positions of every game (``kosumi.distill.positions``: shards + manifest, deduplicated up
   to symmetry), written by the main process in shards; the manifest's ``games`` field records
   the stored game numbers per seed, and ``selfplay`` the settings of each seed.
@@ -145,6 +147,8 @@ def play_game(evaluator: Evaluator, config: SelfPlayConfig, index: int) -> GameS
             ev = evaluator.evaluate([state])[0]
             move = _sample_policy(ev.policy, config.policy_temperature, rng, n)
         state.play(move)
+        if state.repetitions() >= 2:  # a cycle under simple ko: it would repeat forever
+            break
     return state
 
 

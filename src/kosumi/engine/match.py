@@ -14,6 +14,9 @@ A game ends by
   engine (GNU Go by default: the game is replayed into it and it is asked
   ``final_status_list dead``); GNU Go's own ``final_score`` is recorded too and any disagreement
   with kosumi's score is flagged in the log and in the result;
+* a cycle: the same position (stones and side to move) for the third time, which under simple
+  ko (a triple ko, or a ko with passes between the captures) would repeat forever. The game has
+  no result (``Void``) and counts as a draw;
 * a resignation (``B+R`` / ``W+R``);
 * a forfeit (``B+F`` / ``W+F``): an illegal or unparsable move ("cheating"), an engine crash, an
   answer slower than ``move_timeout``, a failed ``genmove`` or a rejected legal move. A crashed or
@@ -50,6 +53,7 @@ from kosumi.engine.gtp_client import (
     split_command,
 )
 from kosumi.engine.match_results import (
+    END_CYCLE,
     END_FORFEIT,
     END_MAX_MOVES,
     END_PASSES,
@@ -261,6 +265,9 @@ def _play_game(
                                      f"{vertex}: {e.message}") from None
             except EngineError as e:
                 raise _engine_failure(other, players[other], cmd, e) from None
+            if state.repetitions() >= 2:
+                end, result = END_CYCLE, "Void"
+                break
     except _ForfeitSignal as f:
         forfeit = f.forfeit
         end = END_FORFEIT
@@ -303,6 +310,9 @@ def _play_game(
                 log.warning("game %d: %s", index, note)
         if end == END_MAX_MOVES:
             game.notes.append(f"stopped after {max_moves} moves and scored")
+    elif end == END_CYCLE:
+        game.notes.append("the same position for the third time (a cycle under simple ko): "
+                          "no result, counted as a draw")
     game.seconds = round(time.monotonic() - started, 3)
     return game, state
 

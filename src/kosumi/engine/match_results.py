@@ -19,6 +19,7 @@ from kosumi.engine.elo import EloEstimate, SPRTResult
 
 # How a game ended
 END_PASSES, END_MAX_MOVES, END_RESIGN, END_FORFEIT = "two-passes", "max-moves", "resign", "forfeit"
+END_CYCLE = "cycle"  # the same position (stones and side to move) a third time: no result
 # Why a side forfeited
 F_ILLEGAL, F_CRASH, F_TIMEOUT = "illegal", "crash", "timeout"
 F_ERROR, F_REJECTED = "error", "rejected"
@@ -41,9 +42,9 @@ class GameResult:
     black: str  # engine labels
     white: str
     first_color: str  # the colour the first engine had: "B" or "W"
-    result: str  # SGF RE: "B+3.5", "W+R", "B+F", "0"
+    result: str  # SGF RE: "B+3.5", "W+R", "B+F", "0", "Void" (a cycle: no result)
     winner: str | None  # "B", "W" or None for a draw
-    end: str  # two-passes | max-moves | resign | forfeit
+    end: str  # two-passes | max-moves | cycle | resign | forfeit
     moves: int
     seconds: float
     forfeit: Forfeit | None = None

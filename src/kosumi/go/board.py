@@ -171,6 +171,18 @@ class GameState:
     def is_game_over(self) -> bool:
         return self.passes >= 2
 
+    def repetitions(self) -> int:
+        """How many earlier positions of this game equal the current one: the same stones and
+        the same side to move. Under simple ko a cycle (triple ko, or a ko with passes between
+        the captures) repeats its positions forever; a count of 2 means the third occurrence."""
+        board, to_move, moves = self.boards[-1], self.to_move, self.moves
+        count = 0
+        for i in range(len(self.boards) - 2, -1, -1):
+            mover_next = 3 - moves[i - 1][0] if i else self.start_to_move
+            if mover_next == to_move and self.boards[i] == board:
+                count += 1
+        return count
+
     def in_atari(self, h: int) -> bool:
         """Is the chain with head ``h`` down to one (distinct) liberty?"""
         n = self.plibs[h]

@@ -82,8 +82,12 @@ class FakeStore:
     def __len__(self) -> int:
         return len(self._records)
 
-    def board_sizes(self) -> list[int]:
-        return sorted({r.position.board_size for r in self._records})
+    def board_sizes(self, teacher: int | None = None) -> list[int]:
+        return sorted({r.position.board_size for r in self._records
+                       if teacher is None or r.teacher == teacher})
+
+    def content_hash(self) -> str:
+        return D.label_content_hash(self.path)
 
     def records(self, board_size=None):
         self.reads += 1
@@ -278,6 +282,11 @@ def test_cache_is_written_reused_and_keyed(tmp_path):
     files[0].write_bytes(b"garbage")
     again = D.load_dataset(store, "basic", cache_dir=cache, content_hash=first.content_hash)
     assert len(again.sizes[7]) == len(first.sizes[7])
+    for f in files:  # and so is a truncated one (a zip without its central directory)
+        good = f.read_bytes()
+        f.write_bytes(good[: len(good) // 2])
+    again = D.load_dataset(store, "basic", cache_dir=cache, content_hash=first.content_hash)
+    assert [len(again.sizes[n]) for n in (7, 9)] == [len(first.sizes[n]) for n in (7, 9)]
 
 
 # ============================================================================ augmentation
@@ -341,6 +350,28 @@ def test_split_keeps_games_whole_and_is_deterministic(tmp_path):
     tr, va = D.split_by_game(both, 0.25, seed=3)
     assert len(set(small.game_keys[va[9]])) == 1 and len(set(small.game_keys[tr[9]])) == 2
     np.testing.assert_array_equal(va[7], val[7])
+
+
+def test_games_of_one_sgf_collection_are_split_as_games(tmp_path):
+    """20 games in ONE collection file are 20 games for the held-out split, not one."""
+    from kosumi.distill.positions import PositionStore
+    from kosumi.distill.sgf_import import import_sgf
+    from kosumi.go.sgf import state_to_sgf
+
+    rng = random.Random(8)
+    trees = []
+    for _ in range(20):
+        s = GameState(7, 7.0)
+        for color, p in random_game(7, 10, rng, pass_prob=0.0):
+            s.play(p, color)
+        trees.append(state_to_sgf(s).strip())
+    (tmp_path / "collection.sgf").write_bytes(b"\n".join(trees) + b"\n")
+    import_sgf([tmp_path / "collection.sgf"], tmp_path / "pos")
+    store = PositionStore(tmp_path / "pos")
+    positions = [p for entry in store.shards for _, p in store.read_shard(entry)]
+    data = D.encode_records(fake_store(tmp_path / "l", positions).records(7), "basic", 7)
+    train, val = D.split_by_game(D.DistillDataset("basic", "x", {7: data}), 0.25, seed=1)
+    assert len(set(data.game_keys[val[7]])) == 5 and len(set(data.game_keys[train[7]])) == 15
 
 
 def test_batch_plan_is_a_pure_function_of_seed_and_step():

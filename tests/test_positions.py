@@ -16,6 +16,7 @@ from kosumi.cli import app
 from kosumi.distill.positions import (
     Position,
     PositionStore,
+    PositionWriter,
     canonical_key,
     read_positions,
     write_positions,
@@ -222,6 +223,46 @@ def test_bad_input(tmp_path):
                                                    "shards": []}))
     with pytest.raises(KosumiError, match="field 'format'"):
         read_positions(out)
+
+
+def test_a_game_that_fails_to_replay_adds_nothing(tmp_path):
+    """The positions before a bad game's illegal move are not stored, nor remembered as
+    stored: a later game through the same positions stores them."""
+    d4, e5, f6 = (9 * 5 + 3, 9 * 4 + 4, 9 * 3 + 5)
+    with PositionWriter(tmp_path / "pos") as w:
+        with pytest.raises(KosumiError, match="bad: move 3"):
+            w.add_game(GameState(9), [(BLACK, d4), (WHITE, e5), (BLACK, d4)], "bad")
+        assert w.add_game(GameState(9), [(BLACK, d4), (WHITE, e5), (BLACK, f6)], "good") == 4
+    assert [len(p.moves) for p in read_positions(tmp_path / "pos")] == [0, 1, 2, 3]
+
+
+def test_import_checks_moves_under_the_chosen_rules(tmp_path):
+    """A multi-stone suicide is legal under Tromp-Taylor rules, illegal under chinese."""
+    # Black's A5-B5 are surrounded by C5, B4, A3; Black A4 then has no liberty and captures
+    # nothing: a 3-stone suicide
+    sgf = b"(;GM[1]FF[4]SZ[5]KM[0];B[aa];W[ca];B[ba];W[bb];B[ee];W[ac];B[ab])"
+    (tmp_path / "s.sgf").write_bytes(sgf)
+    with pytest.raises(KosumiError, match="illegal"):
+        import_sgf([tmp_path / "s.sgf"], tmp_path / "a")
+    stats = import_sgf([tmp_path / "s.sgf"], tmp_path / "b", rules="tromp-taylor")
+    assert stats.files == 1 and stats.added == 8
+
+
+def test_a_failed_write_stops_an_import_that_skips_bad_files(tmp_path, monkeypatch):
+    """--skip-bad skips bad SGF files, never a write error (disk full): that one stops."""
+    import errno
+
+    from kosumi.distill import shards
+    from kosumi.errors import WriteFailed
+
+    games = write_sgfs(tmp_path / "games")
+
+    def disk_full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shards, "atomic_write", disk_full)
+    with pytest.raises(WriteFailed, match="cannot write .No space left on device"):
+        import_sgf([games], tmp_path / "pos", skip_bad=True, shard_size=1)
 
 
 def test_cli_positions(tmp_path):

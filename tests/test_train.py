@@ -278,13 +278,14 @@ def test_cli_distill(labels, tmp_path):
 
 
 def test_mixed_teacher_folder_selects_the_given_teachers_labels(tmp_path):
-    """A folder labelled by two teachers: --teacher picks one teacher's records only."""
-    positions = game_positions(7, 6, 6, seed=4)
+    """A folder labelled by two teachers: --teacher picks one teacher's records only, and its
+    board sizes (teacher b labelled only 9x9), and each teacher's encoding is cached apart."""
+    positions = game_positions(7, 4, 6, seed=4) + game_positions(9, 6, 6, seed=5)
     records = []
     for k, p in enumerate(positions):
         pol, v, lead, own = synthetic_outputs(p.to_state())
         records.append(FakeRecord(p, pol, np.array([v, 1 - v, 0], np.float32), lead, own,
-                                  teacher=k % 3 == 0))
+                                  teacher=int(p.board_size == 9 and k % 3 == 0)))
     store = FakeStore(tmp_path / "labels", records)
     t0 = {"name": "a", "format": "x", "sha256": "aa" * 32, "symmetries": 1}
     t1 = {"name": "b", "format": "x", "sha256": "bb" * 32, "symmetries": 1}
@@ -299,5 +300,14 @@ def test_mixed_teacher_folder_selects_the_given_teachers_labels(tmp_path):
                            cache_dir=tmp_path / "cache", progress=False), store=store)
     prov = read_checkpoint(out).config.provenance
     n1 = sum(1 for r in records if r.teacher == 1)
-    assert prov["teacher"] == t1 and prov["data"]["positions"] == {"7": n1}
+    assert prov["teacher"] == t1 and prov["data"]["positions"] == {"9": n1}
     assert prov["steps"] == 2 * math.ceil(n1 / 4)  # --epochs 2
+    out0 = tmp_path / "s0.safetensors"
+    distill(DistillOptions(data=store.path, out=out0, teacher="aa" * 8, student="b1c8",
+                           steps=1, batch=4, val_fraction=0.0, threads=1, device="cpu",
+                           cache_dir=tmp_path / "cache", progress=False), store=store)
+    n0 = {n: sum(1 for r in records if r.teacher == 0 and r.position.board_size == n)
+          for n in (7, 9)}
+    assert read_checkpoint(out0).config.provenance["data"]["positions"] == {
+        "7": n0[7], "9": n0[9]}
+    assert len(list((tmp_path / "cache").glob("*-9x9.npz"))) == 2  # one per teacher

@@ -3,3 +3,8 @@
 
 class KosumiError(Exception):
     """A user-facing error: the message names the file/field/line and what is wrong."""
+
+
+class WriteFailed(KosumiError):
+    """An output could not be written (disk full, no permission): a problem of the output, never
+    of the input being read, so a job that skips bad inputs stops on it."""

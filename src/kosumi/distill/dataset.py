@@ -50,6 +50,7 @@ import hashlib
 import json
 import math
 import os
+import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -58,15 +59,15 @@ from typing import Any
 
 import numpy as np
 
+from kosumi.distill.shards import MANIFEST, manifest_content_hash
 from kosumi.errors import KosumiError
 from kosumi.fileio import atomic_writer
 from kosumi.go.board import GameState, IllegalMove
 from kosumi.go.coords import symmetry_permutation
 from kosumi.nets.features import get_feature_set
 
-DATASET_VERSION = 1
+DATASET_VERSION = 2  # 2: a collection file's games are separate games (sources keep "#i")
 ENCODE_CHUNK = 512
-MANIFEST = "manifest.json"
 
 ProgressFn = Callable[[int, int], None]  # (done, total)
 
@@ -146,12 +147,11 @@ def label_content_hash(path: str | os.PathLike) -> str:
     path = Path(path)
     h = hashlib.sha256()
     try:
+        if path.is_dir() and (path / MANIFEST).is_file():
+            return manifest_content_hash((path / MANIFEST).read_bytes())
         if path.is_file():
             files = [path]
             base = path.parent
-        elif (path / MANIFEST).is_file():
-            files = [path / MANIFEST]
-            base = path
         elif path.is_dir():
             base = path
             files = sorted(p for p in path.rglob("*") if p.is_file()
@@ -180,8 +180,10 @@ def default_cache_dir() -> Path:
 
 def cache_path(cache_dir: str | os.PathLike, content_hash: str, feature_set: str,
                board_size: int) -> Path:
-    """Where the encoded arrays of (labels, feature set, size) live."""
-    return Path(cache_dir) / f"{content_hash[:32]}-{feature_set}-{board_size}x{board_size}.npz"
+    """Where the encoded arrays of (labels, feature set, size) live (named by a digest of the
+    whole content hash: one teacher's records of a folder get their own file)."""
+    name = hashlib.sha256(content_hash.encode()).hexdigest()[:32]
+    return Path(cache_dir) / f"{name}-{feature_set}-{board_size}x{board_size}.npz"
 
 
 def _cache_meta(content_hash: str, feature_set: str, board_size: int) -> dict[str, Any]:
@@ -208,7 +210,7 @@ def load_cached(path: Path, meta: dict[str, Any]) -> SizeData | None:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
         stored = json.loads(str(arrays.pop("meta")))
-    except (OSError, ValueError, KeyError, EOFError):
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
     if stored != meta or any(k not in arrays for k in _ARRAY_FIELDS):
         return None
@@ -281,9 +283,11 @@ def replay_positions(positions: Sequence[Any]) -> Iterator[tuple[int, GameState]
 
 # ---------------------------------------------------------------------------- encoding
 def _game_key(position: Any, size: int) -> str:
-    """The game a position belongs to: its source without a '#...' suffix ('' if none)."""
+    """The game a position belongs to: its source ('' if none). Sources name one game each:
+    ``selfplay:seed0-game000012``, ``sgf:a.sgf``, ``sgf:collection.sgf#3`` (the third game of
+    a collection file)."""
     source = str(getattr(position, "source", "") or "")
-    return f"{size}:{source.split('#', 1)[0]}" if source else ""
+    return f"{size}:{source}" if source else ""
 
 
 def _check_record(rec: Any, n: int, where: str) -> tuple[np.ndarray, np.ndarray]:

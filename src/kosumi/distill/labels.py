@@ -51,7 +51,13 @@ from typing import Any
 import numpy as np
 
 from kosumi.distill.positions import Position, PositionStore, jsonl_to_positions, positions_to_jsonl
-from kosumi.distill.shards import ShardDir, arrays_to_bytes, bytes_to_arrays, sha256_file
+from kosumi.distill.shards import (
+    ShardDir,
+    arrays_to_bytes,
+    bytes_to_arrays,
+    manifest_content_hash,
+    sha256_file,
+)
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.runtime.evaluator import CachedEvaluator, Evaluator
@@ -259,8 +265,14 @@ class LabelStore:
     def __len__(self) -> int:
         return len(self.dir)
 
-    def board_sizes(self) -> list[int]:
-        return sorted({s["board_size"] for s in self.dir.shards})
+    def board_sizes(self, teacher: int | None = None) -> list[int]:
+        """The board sizes of the labels (of teacher number ``teacher`` only, if given)."""
+        return sorted({s["board_size"] for s in self.dir.shards
+                       if teacher is None or s["teacher"] == teacher})
+
+    def content_hash(self) -> str:
+        """``label_content_hash`` of the folder as this store read it."""
+        return manifest_content_hash(self.dir.manifest_bytes)
 
     def count(self, board_size: int | None = None) -> int:
         return sum(s["count"] for s in self.dir.shards
@@ -489,16 +501,20 @@ def label_positions(
                 cache[u.entry_index] = store.read_shard(store.shards[u.entry_index])
             return cache[u.entry_index][u.start : u.stop]
 
-        with progress_bar(todo, "labelling", unit="pos", enabled=progress) as bar:
-            if workers == 1:
-                for u in units:
-                    payload, hs, ho = _label_items(evaluator, items_of(u), batch,
-                                                   on_batch=bar.advance)
-                    commit(u, payload, hs, ho)
-            else:
+        try:
+            with progress_bar(todo, "labelling", unit="pos", enabled=progress) as bar:
+                if workers == 1:
+                    for u in units:
+                        payload, hs, ho = _label_items(evaluator, items_of(u), batch,
+                                                       on_batch=bar.advance)
+                        commit(u, payload, hs, ho)
+                else:
+                    evaluator.close()  # the workers open their own
+                    _run_workers(units, items_of, commit, bar, str(teacher), symmetries,
+                                 threads, batch, workers)
+        finally:
+            if is_path and workers == 1:  # the teacher this call opened
                 evaluator.close()
-                _run_workers(units, items_of, commit, bar, str(teacher), symmetries, threads,
-                             batch, workers)
     return stats
 
 

@@ -430,19 +430,23 @@ class PositionWriter:
                        setup=tuple((int(c), int(p)) for c, p in state.setup),
                        first=int(state.start_to_move),
                        moves=tuple((int(c), int(p)) for c, p in moves), source=source)
-        for k in range(len(moves) + 1):
+        new_keys: set[int] = set()
+        duplicates = 0
+        for k in range(len(moves) + 1):  # nothing is recorded before the whole game replays
             if k:
                 color, p = moves[k - 1]
                 _play(state, color, p, k, source)
             if k not in wanted or (skip_game_over and state.is_game_over()):
                 continue
             key = canonical_key(state)
-            if key in self._keys:
-                self.stats.duplicates += 1
+            if key in self._keys or key in new_keys:
+                duplicates += 1
                 continue
-            self._keys.add(key)
+            new_keys.add(key)
             group.at.append(k)
             group.keys.append(key)
+        self._keys |= new_keys
+        self.stats.duplicates += duplicates
         size = state.size
         if group.at:
             group.moves = group.moves[: max(group.at)]

@@ -276,7 +276,7 @@ def run_selfplay(
                 continue
             path = sgf_dir / f"{config.game_name(index)}.sgf"
             if path.exists():  # finished, but killed before its positions were stored
-                record = load_game(path)
+                record = load_game(path, config.rules)
                 store(index, record.moves)
                 stats.games_recovered += 1
             else:

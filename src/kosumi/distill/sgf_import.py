@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kosumi.distill.positions import DEFAULT_SHARD_SIZE, PositionWriter, WriteStats
-from kosumi.errors import KosumiError
+from kosumi.errors import KosumiError, WriteFailed
 from kosumi.go.board import Rules
 
 
@@ -97,13 +97,15 @@ def import_sgf(paths: Sequence[str | os.PathLike], out: str | os.PathLike,
                 games = split_sgf_collection(data, str(path))
                 for i, game in enumerate(games):
                     name = str(path) if len(games) == 1 else f"{path}#{i + 1}"
-                    record = parse_sgf(game, name)
+                    record = parse_sgf(game, name, rules)
                     start = record.to_state(0, rules=rules)
                     source = f"sgf:{name}"
                     keep = [k for k in range(min_moves, len(record.moves) + 1)
                             if _sampled(seed, game, k, sample)]
                     writer.add_game(start, record.moves, source, keep=keep)
                 stats.files += 1
+            except WriteFailed:
+                raise  # the output's problem, not this file's
             except KosumiError as e:
                 if not skip_bad:
                     raise

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import zstandard
 
-from kosumi.errors import KosumiError
+from kosumi.errors import KosumiError, WriteFailed
 from kosumi.fileio import atomic_write
 
 MANIFEST = "manifest.json"
@@ -104,11 +104,26 @@ def write_file(path: Path, data: bytes) -> None:
     try:
         atomic_write(path, data)
     except OSError as e:
-        raise KosumiError(f"{path}: cannot write ({e.strerror or e})") from None
+        raise WriteFailed(f"{path}: cannot write ({e.strerror or e})") from None
     try:
         os.chmod(path, 0o666 & ~_UMASK)
     except OSError:
         pass  # the data is written; only its permissions stay private
+
+
+def manifest_content_hash(manifest: bytes) -> str:
+    """The content hash of a shard folder whose manifest has these bytes (the manifest lists
+    every shard with its SHA-256). A reader hashes the bytes it read, not the file as it is now,
+    which a writer may have changed since."""
+    return hashlib.sha256(MANIFEST.encode() + b"\0" + manifest + b"\0").hexdigest()
+
+
+def make_folder(path: Path) -> None:
+    """``mkdir -p``; WriteFailed naming the folder if it cannot be created."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WriteFailed(f"{path}: cannot create the folder ({e.strerror or e})") from None
 
 
 # ---------------------------------------------------------------------------- shard folders
@@ -117,11 +132,13 @@ class ShardDir:
 
     ``ShardDir(path, kind)`` reads an existing folder (KosumiError naming the file or field on
     problems; a missing folder or manifest is an error unless ``create=True``, which starts an
-    empty manifest in memory -- nothing is written before the first shard).
+    empty manifest in memory -- nothing is written before the first shard). ``manifest_bytes``
+    holds the manifest file as it was read (b"" for a new folder).
     """
 
     def __init__(self, path: str | os.PathLike, kind: str, create: bool = False):
         self.path = Path(path)
+        self.manifest_bytes = b""
         if self.path.name == MANIFEST and self.path.is_file():  # the manifest itself was named
             self.path = self.path.parent
         self.kind = kind
@@ -141,7 +158,9 @@ class ShardDir:
     def _read_manifest(self) -> dict[str, Any]:
         where = self.manifest_path
         try:
-            data = json.loads(where.read_text(encoding="utf-8"))
+            raw = where.read_bytes()
+            data = json.loads(raw.decode("utf-8"))
+            self.manifest_bytes = raw
         except OSError as e:
             raise KosumiError(f"{where}: cannot read ({e.strerror or e})") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -171,7 +190,7 @@ class ShardDir:
 
     def save_manifest(self) -> None:
         """Write the manifest atomically (creating the folder if needed)."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path)
         text = json.dumps(self.manifest, indent=1, sort_keys=False) + "\n"
         write_file(self.manifest_path, text.encode("utf-8"))
 
@@ -205,7 +224,7 @@ class ShardDir:
         ``entry`` holds the caller's fields (``count`` and anything else); ``file`` and
         ``sha256`` are filled in. Returns the manifest entry.
         """
-        self.path.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path)
         raw = compress(payload)
         path = self.path / name
         write_file(path, raw)
@@ -233,7 +252,7 @@ class ShardDir:
         """Hold the folder's advisory write lock; KosumiError if another process holds it."""
         import fcntl
 
-        self.path.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path)
         lock_path = self.path / LOCK
         try:
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)

@@ -95,7 +95,11 @@ from kosumi.distill.dataset import (
     split_by_game,
 )
 from kosumi.distill.ddp import DistContext, init_distributed, unwrap, wrap_model
-from kosumi.distill.metrics_log import append_metrics_log, truncate_metrics_log
+from kosumi.distill.metrics_log import (
+    append_metrics_log,
+    remove_metrics_log,
+    truncate_metrics_log,
+)
 from kosumi.distill.train_state import (
     COMPARED,
     DEFAULTS,
@@ -318,7 +322,7 @@ class _Run:
 
         self.teacher, teacher_index = check_teacher(o.teacher, self.store)
         source = self.store if teacher_index is None else TeacherFilter(self.store, teacher_index)
-        label_sizes = sorted(self.store.board_sizes())
+        label_sizes = sorted(source.board_sizes())
         if self.saved is not None:
             settings = dict(self.saved["settings"])
             sizes = list(settings["board_sizes"])
@@ -335,9 +339,7 @@ class _Run:
                      "those labels are not used")
 
         # encode (or read the cache): local rank 0 of each machine first, the others after it
-        from kosumi.distill.dataset import label_content_hash
-
-        chash = label_content_hash(self.store.path)
+        chash = self.store.content_hash()  # of the manifest it read
         if teacher_index is not None:
             chash = f"{chash[:48]}t{teacher_index:015d}"
         if self.saved is not None and self.saved["data"]["content_hash"] != chash:
@@ -490,8 +492,8 @@ class _Run:
         if ctx.is_main:
             if o.resume:
                 records = truncate_metrics_log(paths.metrics, self.start)
-            elif paths.metrics.exists():
-                paths.metrics.unlink()
+            else:
+                remove_metrics_log(paths.metrics)
         n_train = sum(len(i) for i in self.train_idx.values())
         n_val = sum(len(i) for i in self.val_idx.values())
         self.log(f"distill: {self.config.describe()}, {unwrap(self.model).num_parameters():,} "

@@ -159,7 +159,7 @@ class TeacherFilter:
         self.path = store.path
 
     def board_sizes(self) -> list[int]:
-        return self.store.board_sizes()
+        return self.store.board_sizes(self.index)
 
     def records(self, board_size: int | None = None):
         return (r for r in self.store.records(board_size) if getattr(r, "teacher", 0) == self.index)

@@ -96,10 +96,12 @@ def _text(node: sgf.Tree_node, ident: str) -> str | None:
     return str(value).strip() or None
 
 
-def parse_sgf(data: bytes, source_name: str = "<sgf>") -> GameRecord:
-    """Parse SGF bytes (one game; the first one of a collection) into a checked ``GameRecord``."""
+def parse_sgf(data: bytes, source_name: str = "<sgf>",
+              rules: Rules | str = "chinese") -> GameRecord:
+    """Parse SGF bytes (one game; the first one of a collection) into a ``GameRecord`` whose
+    moves are checked under ``rules``."""
     try:
-        return _parse(data, source_name)
+        return _parse(data, source_name, rules)
     except KosumiError:
         raise
     except (ValueError, KeyError, IndexError, TypeError, LookupError, IllegalMove) as e:
@@ -107,7 +109,7 @@ def parse_sgf(data: bytes, source_name: str = "<sgf>") -> GameRecord:
         raise KosumiError(f"{source_name}: malformed SGF: {detail}") from None
 
 
-def _parse(data: bytes, source: str) -> GameRecord:
+def _parse(data: bytes, source: str, rules: Rules | str) -> GameRecord:
     game = sgf.Sgf_game.from_bytes(data)
     size = game.get_size()
     if not MIN_SIZE <= size <= MAX_SIZE:
@@ -162,18 +164,18 @@ def _parse(data: bytes, source: str) -> GameRecord:
             continue
         record.moves.append((_COLOR_OF[colour], sgfmill_to_point(move, size)))
 
-    record.to_state()  # validates setup and every move; raises KosumiError naming the move
+    record.to_state(rules=rules)  # validates setup and every move; KosumiError names the move
     return record
 
 
-def load_game(path: str | os.PathLike) -> GameRecord:
+def load_game(path: str | os.PathLike, rules: Rules | str = "chinese") -> GameRecord:
     """Read and check an SGF file (see ``parse_sgf``)."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as e:
         raise KosumiError(f"{path}: cannot read: {e.strerror or e}") from None
-    return parse_sgf(data, str(path))
+    return parse_sgf(data, str(path), rules)
 
 
 def format_result(score: float) -> str:

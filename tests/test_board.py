@@ -188,3 +188,27 @@ def test_repetitions_triple_ko_and_random_games():
             s.play(p)
             history.append((tuple(s.rows()), s.to_move))
             assert s.repetitions() == _recount(history)
+
+
+def test_positional_superko_bans_a_quiet_move_that_repeats_a_position():
+    """White A5 captures B5-C5, Black B5 recaptures A5, White passes: Black C5 captures
+    nothing, yet it would recreate the first position, so positional superko forbids it."""
+    rows = [".XXO.", "XOO..", ".....", ".....", "....."]
+    for rules, banned in (("positional", True), ("chinese", False)):
+        s = GameState.from_rows(rows, to_move=WHITE, rules=rules)
+        for v in ("A5", "B5", "pass"):
+            s.play(vertex_to_point(v, 5) if v != "pass" else PASS)
+        c5 = vertex_to_point("C5", 5)
+        assert (s.illegal_reason(c5) == "superko") is banned
+        assert bool(s.legal_mask()[c5]) is not banned
+
+
+def test_multi_stone_suicide_touching_one_chain_twice_is_legal_under_tromp_taylor():
+    """A5 touches Black's chain B5-B4-A4 twice and fills its last liberty: a 4-stone suicide,
+    legal under Tromp-Taylor rules, which removes the chain."""
+    s = GameState.from_rows([".XO..", "XXO..", "OO...", ".....", "....."],
+                            rules="tromp-taylor")
+    a5 = vertex_to_point("A5", 5)
+    assert s.illegal_reason(a5) is None and s.legal_mask()[a5]
+    s.play(a5)
+    assert s.rows()[:3] == ["..O..", "..O..", "OO..."]

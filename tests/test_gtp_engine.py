@@ -333,6 +333,12 @@ def test_genmove_cleanup_does_not_pass_while_dead_stones_remain():
     move = ok(e, "kgs-genmove_cleanup b")
     assert move.lower() not in ("pass", "resign")
     assert board_rows(ok(e, "showboard")) != WALL_ROWS
+    # KGS's cleanup phase comes after both players passed: the game goes on
+    e = make_engine(evaluator=OwnershipEvaluator(_left_black_right_white()))
+    for cmd in ("boardsize 7", "clear_board", "komi 0.5"):
+        ok(e, cmd)
+    play_all(e, DEAD_STONE_GAME)
+    assert ok(e, "kgs-genmove_cleanup b").lower() not in ("pass", "resign")
 
 
 def test_format_score():

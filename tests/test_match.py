@@ -254,3 +254,28 @@ def test_a_cycle_ends_the_game_without_a_result(tmp_path: Path):
     assert result.counts()["first"]["draws"] == 1
     assert "RE[Void]" in Path(game.sgf).read_text()
     assert len(load_game(game.sgf).moves) == 34
+
+
+def _running(pid: int) -> bool:
+    """Is ``pid`` a live process (not gone, not a zombie)?"""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_close_kills_what_an_engine_left_in_its_process_group(tmp_path: Path):
+    """A wrapper's child (here a background sleep) dies with the engine's group, even though
+    the engine itself exited cleanly on 'quit'."""
+    pidfile = tmp_path / "sleep.pid"
+    script = f"sleep 600 & echo $! > {pidfile}; exec {sys.executable} {FAKE} resign"
+    engine = GTPProcess(["sh", "-c", script])
+    assert engine.send("name", timeout=20) == "fake-resign"
+    pid = int(pidfile.read_text())
+    assert _running(pid)
+    engine.close()
+    deadline = time.monotonic() + 5
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(pid)

@@ -101,3 +101,36 @@ def test_root_noise_and_temperature_are_seeded():
     a = MCTS(UniformEvaluator(), cfg).genmove(state)[0]
     b = MCTS(UniformEvaluator(), cfg).genmove(state)[0]
     assert a == b
+
+
+class FailingEvaluator(UniformEvaluator):
+    """Raises on its ``fail_on``-th call (a crashed backend, say), works otherwise."""
+
+    def __init__(self, fail_on: int):
+        super().__init__()
+        self.calls, self.fail_on = 0, fail_on
+
+    def evaluate(self, states):
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise RuntimeError("backend failure")
+        return super().evaluate(states)
+
+
+def test_a_failed_evaluation_leaves_a_tree_that_searches_on():
+    """The leaves of a batch whose evaluation raised are undone (virtual loss, pending
+    children), so the next search on the same position reaches its visits."""
+    state = GameState(7, 7.5)
+    mcts = MCTS(FailingEvaluator(fail_on=3), SearchConfig(visits=400, batch=8, seed=1))
+    with pytest.raises(RuntimeError, match="backend failure"):
+        mcts.search(state)
+    result = mcts.search(state, time_limit=30.0)  # a stuck tree would spin until then
+    assert result.visits == 400 and sum(m.visits for m in result.moves) == 400
+
+
+def test_a_search_out_of_time_still_makes_one_playout():
+    """With no time left (time_limit 0) the search still makes its first playouts: a move is
+    chosen from visits, not a pass for want of any."""
+    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=0, batch=8, seed=1))
+    _, result = mcts.genmove(GameState(9, 7.0), time_limit=0.0)
+    assert result.visits >= 1 and result.moves

@@ -57,6 +57,10 @@ def test_parse_arch():
 @pytest.mark.parametrize("kwargs,field", [
     ({"arch": "c64"}, "arch"),
     ({"features": "katago_v99"}, "features"),
+    ({"features": ["basic"]}, "features"),  # JSON of the wrong type: an error, not a crash
+    ({"head": {"conv": 1}}, "head"),
+    ({"value": ["wdl"]}, "value"),
+    ({"arch": 64}, "arch"),
     ({"head": "dense"}, "head"),
     ({"board_sizes": []}, "board_sizes"),
     ({"board_sizes": [9, 25]}, "board_sizes"),

@@ -252,16 +252,18 @@ class GTPProcess:
         return self.proc.poll()
 
     def kill(self) -> None:
-        """Kill the engine's process group (if still running) and release its pipes."""
+        """Kill the engine's process group and release its pipes. The group is killed even when
+        the engine itself has exited: children it left behind (a wrapper's) are still in it."""
         self._closed = True
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # no process is left in the group
         if self.proc.poll() is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                try:
-                    self.proc.kill()
-                except ProcessLookupError:
-                    pass
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
         try:
             self.proc.wait(timeout=5.0)
         except subprocess.TimeoutExpired:

@@ -279,6 +279,11 @@ class GTPEngine:
                  interval: float = 0.1) -> str:
         """Search, choose, play (unless resigning) and return the vertex."""
         state = self._search_state(color)
+        if cleanup and state.passes >= 2:
+            # KGS's cleanup phase comes after two passes: search as if the game went on (and
+            # not from a tree whose node for this position is a finished game)
+            state.passes = 0
+            self.mcts.clear()
         budget = self.time.budget(color, len(state.moves), state.size)
         t0 = time.monotonic()
         result = self.mcts.search(state, time_limit=budget, callback=callback,

@@ -283,9 +283,10 @@ class MCTS:
         while True:
             if root.visits >= target > 0:
                 break
-            if deadline is not None and time.perf_counter() >= deadline:
+            # a deadline or a stop ends the search, but never before its first playout
+            if deadline is not None and time.perf_counter() >= deadline and root.visits:
                 break
-            if stop is not None and stop.is_set():
+            if stop is not None and stop.is_set() and root.visits:
                 break
             want = batch if target <= 0 else max(1, min(batch, target - root.visits))
             leaves: list[tuple[list[tuple[Node, int]], Node]] = []
@@ -298,7 +299,14 @@ class MCTS:
                     continue
                 leaves.append((path, leaf))
             if leaves:
-                evals = self.evaluator.evaluate([leaf.state for _, leaf in leaves])
+                try:
+                    evals = self.evaluator.evaluate([leaf.state for _, leaf in leaves])
+                except BaseException:
+                    for path, _ in leaves:  # as if these playouts had never started
+                        self._revert(path)
+                        parent, i = path[-1]
+                        parent.children[i] = None
+                    raise
                 own_rows: list[np.ndarray] = []
                 own_signs: list[float] = []
                 root_color = root.state.to_move

@@ -76,6 +76,12 @@ def zobrist_table(size: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[in
     return empty, black, white
 
 
+@cache
+def zobrist_array(size: int) -> np.ndarray:
+    """``zobrist_table(size)`` as uint64 [3, N*N] (vectorised superko checks)."""
+    return np.array(zobrist_table(size), dtype=np.uint64)
+
+
 class GameState:
     """A Go position with its history. Cheap to copy; ``play`` mutates in place."""
 
@@ -253,9 +259,9 @@ class GameState:
             # multi-stone suicide may be legal; single-stone suicide never is
             if not any(board[q] == color for q in nb):
                 return "suicide"
-        if (self.rules.ko == KO_POSITIONAL and (captures or not has_liberty)
+        if (self.rules.ko == KO_POSITIONAL
                 and self._hash_after(p, color, captures, suicide=not (has_liberty or captures))
-                in self.hash_history):
+                in self.hash_history):  # any move can complete a cycle, capturing or not
             return "superko"
         return None
 
@@ -271,11 +277,10 @@ class GameState:
                 h ^= zc[s]
         if suicide:
             h ^= zob[color][p]
-            for q in self._nb[p]:
-                if self.board[q] == color:
-                    hq = self.head[q]
-                    for s in self.chain_stones(hq):
-                        h ^= zob[color][s]
+            # each own chain once, however many of p's neighbours it holds
+            for hq in {self.head[q] for q in self._nb[p] if self.board[q] == color}:
+                for s in self.chain_stones(hq):
+                    h ^= zob[color][s]
         return h
 
     def legal_mask(self, color: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
@@ -289,7 +294,13 @@ class GameState:
         ko = self.ko if color == self.ko_color else -1
         accel.legal_mask(self.board, n, color, ko, self.rules.suicide, out=mask)
         if self.rules.ko == KO_POSITIONAL:
-            # only captures can repeat a position; check the liberties of chains in atari
+            # a quiet move repeats a position if (hash ^ its stone's key) was seen: re-check
+            # those points in full (rare), then the moves that capture or are suicide
+            seen_hashes = np.frombuffer(self.hash_history, dtype=np.uint64)
+            after = np.uint64(self.hash) ^ zobrist_array(n)[color]
+            for p in np.flatnonzero(mask & np.isin(after, seen_hashes)):
+                mask[p] = self.illegal_reason(int(p), color) is None
+            # moves that capture: the liberties of the opponent's chains in atari
             b = np.frombuffer(self.board, dtype=np.uint8)
             opp = 3 - color
             seen = set()

@@ -112,7 +112,7 @@ class NetConfig:
         parse_arch(self.arch)
         from kosumi.nets.features import FEATURE_SETS  # late: features imports nothing of ours
 
-        if self.features not in FEATURE_SETS:
+        if not isinstance(self.features, str) or self.features not in FEATURE_SETS:
             raise KosumiError(f"config field 'features': unknown feature set {self.features!r} "
                               f"(known: {', '.join(sorted(FEATURE_SETS))})")
         if self.head not in HEADS:

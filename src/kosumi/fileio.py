@@ -7,6 +7,7 @@ folder as ``path`` (``.NAME.XXXX.tmp``, private permissions as ``mkstemp`` makes
 durable. If anything fails -- in the block, the fsync or the rename -- the temporary file is
 removed, the old ``path`` (if any) is left as it was, and the exception propagates.
 ``atomic_write(path, data)`` is the one-shot form for bytes already in memory.
+``output_errors(path)`` turns an ``OSError`` raised inside it into a one-line ``WriteFailed``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_write", "atomic_writer"]
+from kosumi.errors import WriteFailed
+
+__all__ = ["atomic_write", "atomic_writer", "output_errors"]
+
+
+@contextmanager
+def output_errors(path: str | os.PathLike, what: str = "write") -> Iterator[None]:
+    """An ``OSError`` inside (disk full, no permission) becomes ``WriteFailed``: "PATH: cannot
+    WHAT (reason)", one line for the user, never a traceback."""
+    try:
+        yield
+    except OSError as e:
+        raise WriteFailed(f"{path}: cannot {what} ({e.strerror or e})") from None
 
 
 @contextmanager

@@ -9,8 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kosumi.errors import WriteFailed
-from kosumi.fileio import atomic_write
+from kosumi.fileio import atomic_write, output_errors
 
 
 def truncate_metrics_log(path: Path, last_step: int) -> list[dict[str, Any]]:
@@ -21,26 +20,19 @@ def truncate_metrics_log(path: Path, last_step: int) -> list[dict[str, Any]]:
         return []
     kept = [r for r in read_metrics(path) if r["step"] <= last_step]
     text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in kept)
-    try:
+    with output_errors(path):
         atomic_write(path, text.encode("utf-8"))
-    except OSError as e:
-        raise WriteFailed(f"{path}: cannot write ({e.strerror or e})") from None
     return kept
 
 
 def append_metrics_log(path: Path, record: dict[str, Any]) -> None:
     """Add one record (flushed: a crash loses at most the line being written)."""
-    try:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, separators=(",", ":")) + "\n")
-            f.flush()
-    except OSError as e:
-        raise WriteFailed(f"{path}: cannot write ({e.strerror or e})") from None
+    with output_errors(path), open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, separators=(",", ":")) + "\n")
+        f.flush()
 
 
 def remove_metrics_log(path: Path) -> None:
     """Start a new run's log (a previous run's file is deleted)."""
-    try:
+    with output_errors(path, "remove"):
         path.unlink(missing_ok=True)
-    except OSError as e:
-        raise WriteFailed(f"{path}: cannot remove ({e.strerror or e})") from None

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import zstandard
 
-from kosumi.errors import KosumiError, WriteFailed
-from kosumi.fileio import atomic_write
+from kosumi.errors import KosumiError
+from kosumi.fileio import atomic_write, output_errors
 
 MANIFEST = "manifest.json"
 LOCK = ".lock"
@@ -101,10 +101,8 @@ _UMASK = _read_umask()  # read once, at import (os.umask is process-wide)
 def write_file(path: Path, data: bytes) -> None:
     """Atomic write (temp file, fsync, rename) with ordinary permissions (0666 & ~umask: the
     temporary file is private), so that other users (a trainer) can read the data."""
-    try:
+    with output_errors(path):
         atomic_write(path, data)
-    except OSError as e:
-        raise WriteFailed(f"{path}: cannot write ({e.strerror or e})") from None
     try:
         os.chmod(path, 0o666 & ~_UMASK)
     except OSError:
@@ -120,10 +118,8 @@ def manifest_content_hash(manifest: bytes) -> str:
 
 def make_folder(path: Path) -> None:
     """``mkdir -p``; WriteFailed naming the folder if it cannot be created."""
-    try:
+    with output_errors(path, "create the folder"):
         path.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise WriteFailed(f"{path}: cannot create the folder ({e.strerror or e})") from None
 
 
 # ---------------------------------------------------------------------------- shard folders

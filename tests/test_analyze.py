@@ -90,7 +90,9 @@ def test_analyze_moves_json(model):
 def test_analyze_human_output(model):
     r = run("analyze", "--model", model, "--moves", "E5 C3", "--size", "9", "--komi", "7")
     assert r.exit_code == 0, r.output
-    assert r.stdout.startswith("B to move, winrate ")
+    header, line = r.stdout.splitlines()[:2]
+    assert header.startswith("# ") and " on onnxruntime" in header  # auto's choice, said
+    assert line.startswith("B to move, winrate ")
 
 
 def test_analyze_positions_file_echoes_ids_and_masks(reference_positions, model, tmp_path):

@@ -11,10 +11,11 @@ from typer.testing import CliRunner
 
 from kosumi.cli import app
 from kosumi.errors import KosumiError
-from kosumi.nets import inspect as kinspect
 from kosumi.nets.checkpoint import save_checkpoint
 from kosumi.nets.config import NetConfig
-from kosumi.nets.inspect import Describer, describe_model, format_description, register_describer
+from kosumi.nets import formats
+from kosumi.nets.formats import ModelFormat, register_model_format
+from kosumi.nets.inspect import describe_model, format_description
 from kosumi.nets.leelaz import LeelaZeroWeights, write_leelaz
 from kosumi.nets.resnet import KosumiNet, inference_tensors
 
@@ -124,11 +125,11 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
 
 
 def test_registry_and_formatting(tmp_path, monkeypatch):
-    monkeypatch.setattr(kinspect, "DESCRIBERS", list(kinspect.DESCRIBERS))
-    path = tmp_path / "model.onnx"
-    path.write_bytes(b"ONNX-ish")
-    register_describer(Describer(
-        "fake", "fake format", lambda p, head: head.startswith(b"ONNX"),
+    monkeypatch.setattr(formats, "MODEL_FORMATS", list(formats.MODEL_FORMATS))
+    path = tmp_path / "model.fake"
+    path.write_bytes(b"FAKE-ish")
+    register_model_format(ModelFormat(
+        "fake", "fake format", lambda p, head: head.startswith(b"FAKE"), "no.such:reader",
         lambda p: {"format": "fake", "version": 3, "channels": {"trunk": 8, "mid": 4},
                    "heads": {"policy": "points"}, "board_sizes": [9, 19]}), first=True)
     info = describe_model(path)

@@ -19,15 +19,17 @@ from hypothesis import strategies as st
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.go.coords import WHITE, apply_symmetry, parse_color, vertex_to_point
+from kosumi.nets.checkpoint import build_net
 from kosumi.nets.katago import (
     describe_katago,
     is_katago_file,
     parse_katago,
     read_katago,
+    read_katago_model,
 )
-from kosumi.nets.katago_net import build_katago_net
 from kosumi.runtime.evaluator import Evaluator
-from kosumi.runtime.katago_evaluator import KataGoEvaluator, load_katago_evaluator
+from kosumi.runtime.loader import load_evaluator
+from kosumi.runtime.net_evaluator import NetEvaluator
 
 torch.set_num_threads(1)
 
@@ -76,7 +78,8 @@ class _Writer:
         self.floats(self.rng.normal(0, 0.1, c))
 
     def model(self, version: int = 8, c: int = 8, blocks=("ordinary", "gpool")) -> bytes:
-        self.tok("tiny-test-net", version, 22, 19, "trunk", len(blocks), c, c, 6, 4, 4)
+        # mid = regular + dilated, as KataGo requires: ordinary blocks output c, gpool blocks 6
+        self.tok("tiny-test-net", version, 22, 19, "trunk", len(blocks), c, c, 6, c - 6, 4)
         self.conv("conv1", 5, 22, c)
         self.matmul("ginputs", 19, c)
         for i, kind in enumerate(blocks):
@@ -171,7 +174,7 @@ def layer_arrays(layer) -> np.ndarray:
 
 
 def test_tiny_net_forward(tmp_path):
-    net = build_katago_net(read_katago(tiny_model(tmp_path)))
+    net = build_net(read_katago_model(tiny_model(tmp_path)))
     for n in (9, 19):
         x = torch.zeros(2, 22, n, n)
         x[:, 0] = 1
@@ -307,17 +310,21 @@ def state_of(record: dict) -> GameState:
     return s
 
 
-@pytest.fixture(scope="module")
-def evaluator(model_path) -> KataGoEvaluator:
-    return load_katago_evaluator(model_path, threads=1)
+BACKENDS = ["torch", "onnxruntime", "numpy"]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def evaluator(request, model_path) -> Evaluator:
+    return load_evaluator(model_path, backend=request.param, threads=1, cache=False)
 
 
 def test_agreement_with_katago(evaluator, reference_positions):
-    """All reference positions: policy KL, top-1, winrate, score lead and ownership errors."""
+    """All reference positions, on every backend: policy KL, top-1, winrate, score lead and
+    ownership errors against the real KataGo engine."""
     states = [state_of(r) for r in reference_positions]
     outs = []
     for i in range(0, len(states), 50):
-        outs.extend(evaluator.evaluate_full(states[i : i + 50]))
+        outs.extend(evaluator.evaluate(states[i : i + 50]))
     summary = {}
     for n in (19, 9):
         kls, top1, dwin, dlead, down = [], [], [], [], []
@@ -347,7 +354,8 @@ def test_agreement_with_katago(evaluator, reference_positions):
         assert win_mae <= 0.002, (n, win_mae)
         assert lead_mae <= 0.05, (n, lead_mae)
         assert own_mae <= 0.005, (n, own_mae)
-    print("\nKataGo agreement (mean KL, max KL, top-1, winrate MAE, lead MAE, ownership MAE):")
+    print(f"\nKataGo agreement on {evaluator.backend.name} (mean KL, max KL, top-1, winrate MAE, "
+          "lead MAE, ownership MAE):")
     for n, row in summary.items():
         print(f"  {n}x{n}: " + ", ".join(f"{x:.6f}" for x in row))
 
@@ -355,27 +363,28 @@ def test_agreement_with_katago(evaluator, reference_positions):
 def test_evaluation_conventions(evaluator, reference_positions):
     r = next(x for x in reference_positions if x["id"] == "dev-19x19-0000")
     s = state_of(r)  # White to move: E19 captures
-    assert isinstance(evaluator, Evaluator)
+    assert isinstance(evaluator, NetEvaluator)
     e = evaluator.evaluate_one(s)
-    o = evaluator.evaluate_full([s])[0]
     assert e.policy.shape == (362,) and math.isclose(float(e.policy.sum()), 1.0, rel_tol=1e-5)
     assert (e.policy[:361][~s.legal_mask()] == 0).all()
     assert int(np.argmax(e.policy)) == vertex_to_point("E19", 19)
-    assert e.value == pytest.approx(o.win + o.no_result / 2)
+    win, loss, no_result = e.wdl
+    assert e.value == pytest.approx(win + no_result / 2)
     assert e.value == pytest.approx(r["katago_raw_nn"]["whiteWin"]
                                     + r["katago_raw_nn"]["noResult"] / 2, abs=1e-4)
     assert e.score_lead == pytest.approx(r["katago_raw_nn"]["whiteLead"], abs=0.01)
-    w = o.white_view(s.to_move)
+    w = e.white_view(s.to_move)
+    assert w["whiteScoreSelfplay"] == pytest.approx(
+        r["katago_raw_nn"]["whiteScoreSelfplay"], abs=0.01)
     assert w["whiteScoreSelfplaySq"] == pytest.approx(
         r["katago_raw_nn"]["whiteScoreSelfplaySq"], rel=1e-3)
     # positional superko: KataGo reports no "no result"
     s.rules = s.rules.__class__(ko="positional")
-    assert evaluator.evaluate_full([s])[0].no_result == 0.0
+    assert evaluator.evaluate_one(s).wdl[2] == 0.0
 
 
 def test_symmetry_averaging_is_equivariant(tmp_path):
-    net = build_katago_net(read_katago(tiny_model(tmp_path)))
-    ev = KataGoEvaluator(net, symmetries=8)
+    ev = load_evaluator(tiny_model(tmp_path), backend="torch", symmetries=8, cache=False)
     moves = [("B", "C3"), ("W", "G7"), ("B", "D7"), ("W", "F3")]
     s = GameState(9, 7.0)
     for c, x in moves:
@@ -398,9 +407,55 @@ def test_symmetry_averaging_is_equivariant(tmp_path):
 def test_bad_symmetries_and_sizes(tmp_path):
     path = tiny_model(tmp_path)
     with pytest.raises(KosumiError):
-        load_katago_evaluator(path, symmetries=9)
-    ev = load_katago_evaluator(path)
+        load_evaluator(path, symmetries=9)
+    ev = load_evaluator(path, backend="numpy")
     assert ev.supports_size(9) and ev.supports_size(19) and not ev.supports_size(25)
+
+
+def _header_fields(model_bytes: bytes) -> list[tuple[int, int, str]]:
+    """(offset, length, what) of every channel count in the layer headers of a binary model,
+    found by walking it the way the format lays it out."""
+    out = []
+    pos = 0
+    toks = []
+    n = len(model_bytes)
+    while pos < n:  # tokens up to the first float block, then jump over each block
+        while pos < n and model_bytes[pos] in b" \t\r\n":
+            pos += 1
+        if model_bytes.startswith(b"@BIN@", pos):
+            break
+        end = pos
+        while end < n and model_bytes[end] not in b" \t\r\n":
+            end += 1
+        toks.append((pos, end - pos, model_bytes[pos:end]))
+        pos = end
+    # header: name version nin nglob trunk blocks trunkC midC regC dilC gpoolC conv1 ky kx ic oc
+    for i, what in ((6, "trunk channels"), (7, "mid channels"), (8, "regular channels"),
+                    (9, "dilated channels"), (10, "gpool channels"), (14, "initial conv in"),
+                    (15, "initial conv out")):
+        out.append((toks[i][0], toks[i][1], what))
+    return out
+
+
+def test_header_that_contradicts_itself_is_refused(model_bytes, tmp_path):
+    """What KataGo checks, kosumi checks: every trunk channel count of the real net changed to 7
+    in turn (mid != regular + dilated, a block conv that is not as wide as the header says, an
+    initial conv that does not output the trunk's width) is refused with one line naming the
+    layer."""
+    fields = _header_fields(model_bytes)
+    assert len(fields) == 7
+    for off, length, what in fields:
+        mutated = model_bytes[:off] + b"7" + model_bytes[off + length:]
+        path = tmp_path / "bad.bin"
+        path.write_bytes(mutated)
+        with pytest.raises(KosumiError) as e:
+            read_katago(path)
+        one_line_error(e, str(path))
+    path.write_bytes(model_bytes.replace(b"trunk\n6\n96\n96\n64\n32\n32",
+                                         b"trunk\n6\n96\n96\n64\n16\n32", 1))
+    with pytest.raises(KosumiError) as e:
+        read_katago(path)
+    one_line_error(e, "midNumChannels (96) != regularNumChannels (64) + dilatedNumChannels (16)")
 
 
 def test_analyze_cli_matches_katago(model_path, reference_positions, tmp_path):

@@ -274,23 +274,37 @@ def test_workers_give_the_same_labels(data, tmp_path):
         np.testing.assert_array_equal(one[k][2], two[k][2])
 
 
-def test_katago_teacher_gives_win_loss_no_result(tmp_path):
+def test_katago_teacher_labels_match_katago_itself(tmp_path, reference_positions):
+    """Labels written by the KataGo teacher (on the default backend) against the real KataGo
+    engine's outputs for the same positions: win/loss/noResult, policy, lead, ownership."""
     from conftest import shared_path
 
-    from kosumi.runtime.katago_evaluator import load_katago_evaluator
+    from kosumi.go.coords import parse_color, vertex_to_point
 
     model = shared_path("models/g170-b6c96-s175395328-d26788732.bin.gz")
-    teacher = load_katago_evaluator(model)
+    refs = reference_positions[::15]
+    positions = []
+    for r in refs:
+        n = r["board_size"]
+        s = GameState(n, r["komi"], r["rules"])
+        for c, v in r["moves"]:
+            s.play(vertex_to_point(v, n), parse_color(c))
+        positions.append(Position.from_state(s, r["id"]))
     pos = tmp_path / "pos"
-    write_positions(pos, random_games(9, 1, 12, seed=5))
-    label_positions(teacher, pos, tmp_path / "lab", batch=8,
-                    teacher_info={"name": model.name, "format": "katago",
-                                  "sha256": "test", "symmetries": 1})
+    write_positions(pos, positions)
+    label_positions(model, pos, tmp_path / "lab", batch=8)
+    by_id = {r["id"]: r for r in refs}
     records = list(LabelStore(tmp_path / "lab").records())
-    full = teacher.evaluate_full([r.position.to_state() for r in records])
-    assert len(records) == len(full) > 5
-    for rec, out in zip(records, full):
-        np.testing.assert_allclose(rec.value, [out.win, out.loss, out.no_result], atol=1e-6)
-        np.testing.assert_allclose(rec.policy, out.policy, atol=1e-6)
-        np.testing.assert_allclose(rec.ownership, out.ownership, atol=1e-6)
-        assert rec.score_lead == pytest.approx(out.lead, abs=1e-4)
+    assert len(records) == len(refs) == 20
+    for rec in records:
+        ref = by_id[rec.position.source]
+        k = ref["katago_raw_nn"]
+        white = ref["to_move"] == "W"
+        win, loss = (k["whiteWin"], k["whiteLoss"]) if white else (k["whiteLoss"], k["whiteWin"])
+        np.testing.assert_allclose(rec.value, [win, loss, k["noResult"]], atol=2e-3)
+        policy = np.array([0.0 if p is None else p for p in k["policy"]] + [k["policyPass"]])
+        np.testing.assert_allclose(rec.policy, policy, atol=2e-3)
+        sign = 1.0 if white else -1.0
+        assert rec.score_lead == pytest.approx(sign * k["whiteLead"], abs=0.05)
+        np.testing.assert_allclose(rec.ownership, sign * np.array(k["whiteOwnership"]),
+                                   atol=0.02)

@@ -24,6 +24,42 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+# ----------------------------------------------------------------------------- runtime options
+# every command that runs a net takes the same four (five with --precision)
+def backend_option() -> typer.models.OptionInfo:
+    return typer.Option("auto", "--backend", help="auto, torch, onnxruntime, tensorrt or numpy "
+                        "(auto: the fastest installed for the model; it says which).")
+
+
+def device_option() -> typer.models.OptionInfo:
+    return typer.Option("cpu", "--device", help="cpu, cuda or cuda:K.")
+
+
+def threads_option(help: str = "CPU threads of the backend.") -> typer.models.OptionInfo:
+    return typer.Option(1, "--threads", min=1, help=help)
+
+
+def symmetries_option(help: str = "Average over this many board symmetries (8 = all)."
+                      ) -> typer.models.OptionInfo:
+    return typer.Option(1, "--symmetries", min=1, max=8, help=help)
+
+
+def precision_option() -> typer.models.OptionInfo:
+    return typer.Option("auto", "--precision", help="auto (the model's own), fp32 or fp16.")
+
+
+def backend_name(evaluator: object) -> str:
+    """The backend an evaluator runs on (after ``auto``), for summaries."""
+    from kosumi.distill.labels import backend_of
+
+    return backend_of(evaluator) or "no backend"  # type: ignore[arg-type]
+
+
+def komi_option(help: str = "Komi (default: 7.0 on 9x9 and smaller boards, 7.5 above)."
+                ) -> typer.models.OptionInfo:
+    return typer.Option(None, "--komi", help=help)
+
+
 # ----------------------------------------------------------------------------- init (nets)
 @app.command("init")
 def init_command(
@@ -73,12 +109,12 @@ def init_command(
 # ----------------------------------------------------------------------------- analyze (runtime)
 @app.command("analyze")
 def analyze_command(
-    model: Path = typer.Option(..., "--model", help="Model file (kosumi checkpoint)."),
+    model: Path = typer.Option(..., "--model", help="Model file (any format) or 'default'."),
     moves: str | None = typer.Option(
         None, "--moves", help='Moves from the empty board, e.g. "B D4 W Q16 B pass".'
     ),
     size: int = typer.Option(19, "--size", help="Board size for --moves."),
-    komi: float = typer.Option(7.5, "--komi", help="Komi for --moves."),
+    komi: float | None = komi_option("Komi for --moves (default: 7.0 on 9x9, 7.5 above)."),
     sgf: Path | None = typer.Option(None, "--sgf", help="SGF game to analyse."),
     move: int | None = typer.Option(
         None, "--move", min=0, help="With --sgf: the position after this many moves (default: end)."
@@ -88,11 +124,11 @@ def analyze_command(
     ),
     rules: str = typer.Option("chinese", "--rules", help="chinese, tromp-taylor or positional."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per position."),
-    backend: str = typer.Option("torch", "--backend", help="Backend that runs the net."),
-    threads: int = typer.Option(1, "--threads", min=1, help="CPU threads for the backend."),
-    symmetries: int = typer.Option(
-        1, "--symmetries", min=1, max=8, help="Average over this many board symmetries (8 = all)."
-    ),
+    backend: str = backend_option(),
+    device: str = device_option(),
+    threads: int = threads_option(),
+    symmetries: int = symmetries_option(),
+    precision: str = precision_option(),
 ) -> None:
     """Print a network's raw output (policy, winrate, score lead, ownership) without search."""
     import json
@@ -115,7 +151,9 @@ def analyze_command(
         else:
             todo = read_positions(positions, rules)  # type: ignore[arg-type]
         evaluator = load_evaluator(model, backend=backend, threads=threads, cache=False,
-                                   symmetries=symmetries)
+                                   symmetries=symmetries, device=device, precision=precision)
+        if not as_json:
+            typer.echo(f"# {evaluator.name} on {backend_name(evaluator)}")
         for rec in analyze(evaluator, todo):
             if as_json:
                 typer.echo(json.dumps(rec, separators=(",", ":")))
@@ -144,10 +182,15 @@ def _analysis_line(rec: dict) -> str:
 # ----------------------------------------------------------------------------- gtp (engine)
 @app.command("gtp")
 def gtp_command(
-    model: str = typer.Option(..., "--model", help="Model file, or 'uniform' (no network)."),
+    model: str = typer.Option(..., "--model", help="Model file (any format), 'default', or "
+                              "'uniform' (no network)."),
     visits: int = typer.Option(200, "--visits", min=1, help="Playouts per move."),
     batch: int = typer.Option(8, "--batch", min=1, help="Leaves evaluated together."),
-    threads: int = typer.Option(1, "--threads", min=1, help="Evaluator threads."),
+    backend: str = backend_option(),
+    device: str = device_option(),
+    threads: int = threads_option(),
+    symmetries: int = symmetries_option(),
+    precision: str = precision_option(),
     time_per_move: float | None = typer.Option(
         None, "--time-per-move", min=0.0, help="Seconds per move when no clock is set."
     ),
@@ -167,7 +210,8 @@ def gtp_command(
     from kosumi.engine.mcts import SearchConfig
 
     try:
-        evaluator = load_model(model, threads=threads)
+        evaluator = load_model(model, threads=threads, backend=backend, device=device,
+                               symmetries=symmetries, precision=precision, announce=True)
     except KosumiError as e:
         fail(str(e))
     config = SearchConfig(visits=visits, batch=batch, resign_threshold=resign_threshold, seed=seed,
@@ -182,7 +226,7 @@ def match_command(
     white: str = typer.Option(..., "--white", help="Second engine's GTP command."),
     games: int = typer.Option(2, "--games", min=1, help="Number of games."),
     size: int = typer.Option(9, "--size", help="Board size."),
-    komi: float = typer.Option(7.0, "--komi", help="Komi."),
+    komi: float | None = komi_option(),
     swap_colors: bool = typer.Option(False, "--swap-colors", help="Alternate colours per game."),
     sgf_dir: Path | None = typer.Option(None, "--sgf-dir", help="Write each game as SGF here."),
     move_timeout: float = typer.Option(60.0, "--move-timeout", help="Seconds per GTP answer."),
@@ -226,34 +270,84 @@ def match_command(
 # ----------------------------------------------------------------------------- export / inspect
 @app.command("export")
 def export_command(
-    model: Path = typer.Argument(..., help="Model to export (a kosumi checkpoint)."),
-    fmt: str = typer.Option(..., "--format", help="Output format: leelaz."),
-    out: Path = typer.Option(..., "--out", help="File to write (leelaz: NET.txt or NET.txt.gz)."),
+    model: Path = typer.Argument(..., help="Model to export: any format kosumi reads, or "
+                                 "'default'."),
+    fmt: str = typer.Option(..., "--format", help="kosumi, leelaz, onnx or tensorrt."),
+    out: Path = typer.Option(..., "--out", help="File to write (NET.safetensors, NET.txt[.gz], "
+                             "NET.onnx, NET.plan)."),
+    precision: str = typer.Option("fp32", "--precision", help="onnx: fp32 or fp16; tensorrt: "
+                                  "fp16 or fp32."),
+    batch: str = typer.Option("1,16,64", "--batch", help="tensorrt: min, opt, max batch of the "
+                              "optimisation profiles."),
+    device: str = typer.Option("cuda", "--device", help="tensorrt: the GPU to build for."),
 ) -> None:
-    """Export a model to another format (Leela Zero weights; more formats to come)."""
+    """Export a model: kosumi checkpoint, Leela Zero weights, ONNX, TensorRT engine."""
     from kosumi.export import export_model
 
+    options: dict[str, object] = {"precision": precision}
+    if fmt == "tensorrt":
+        options.update(batch=batch, device=device)
     try:
-        typer.echo(export_model(model, fmt, out))
+        typer.echo(export_model(model, fmt, out, **options))
     except KosumiError as e:
         fail(str(e))
 
 
 @app.command("inspect")
 def inspect_command(
-    model: Path = typer.Argument(..., help="Model file: kosumi checkpoint, Leela Zero, KataGo."),
+    model: Path = typer.Argument(..., help="Model file: kosumi checkpoint, KataGo, Leela Zero, "
+                                 "ONNX, TensorRT plan, or 'default'."),
     as_json: bool = typer.Option(False, "--json", help="Print the description as JSON."),
 ) -> None:
     """Describe a model file: format, version, size, parameters, inputs, heads, board sizes."""
     import json
 
     from kosumi.nets.inspect import describe_model, format_description
+    from kosumi.runtime.cpu import cpu_capabilities, cpu_line
 
     try:
         info = describe_model(model)
     except KosumiError as e:
         fail(str(e))
-    typer.echo(json.dumps(info, indent=2) if as_json else format_description(info))
+    if as_json:
+        typer.echo(json.dumps({**info, "cpu": cpu_capabilities()}, indent=2))
+    else:
+        typer.echo(format_description(info))
+        typer.echo(f"{'this cpu:':<16} {cpu_line()}")
+
+
+@app.command("bench")
+def bench_command(
+    models: list[str] = typer.Argument(..., help="Models to time (any format, or 'default')."),
+    backends: str = typer.Option("auto", "--backend", help="Comma-separated backends (auto, "
+                                 "torch, onnxruntime, tensorrt, numpy)."),
+    batches: str = typer.Option("1,16", "--batch", help="Comma-separated batch sizes."),
+    sizes: str = typer.Option("9,19", "--size", help="Comma-separated board sizes."),
+    threads: int = threads_option(),
+    device: str = device_option(),
+    precision: str = precision_option(),
+    seconds: float = typer.Option(0.5, "--seconds", min=0.01, help="Timed seconds per cell and "
+                                  "round."),
+    rounds: int = typer.Option(5, "--rounds", min=1, help="Rounds; the cells are interleaved "
+                               "in each."),
+    memory: bool = typer.Option(True, "--memory/--no-memory", help="Measure the peak memory of "
+                                "each model x backend in a fresh process."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Time models x backends x batch sizes x board sizes in one run: evals/s, latency p50/p99,
+    peak memory."""
+    import json
+
+    from kosumi.runtime.bench import BenchPlan, format_bench, run_bench
+
+    try:
+        plan = BenchPlan.parse(models, backends, batches, sizes, threads=threads,
+                               device=None if device == "cpu" else device, precision=precision,
+                               seconds=seconds, rounds=rounds, memory=memory)
+        report = run_bench(plan, progress=not as_json)
+    except KosumiError as e:
+        fail(str(e))
+    typer.echo(json.dumps(report, indent=2) if as_json else format_bench(report))
 
 
 # ----------------------------------------------------------------------------- distill data
@@ -262,7 +356,7 @@ def selfplay_command(
     model: Path = typer.Option(..., "--model", help="Teacher model file (any format)."),
     games: int = typer.Option(..., "--games", min=0, help="Games to have for this --seed."),
     size: int = typer.Option(9, "--size", help="Board size."),
-    komi: float = typer.Option(7.0, "--komi", help="Komi."),
+    komi: float | None = komi_option(),
     rules: str = typer.Option("chinese", "--rules", help="chinese, tromp-taylor or positional."),
     visits: int | None = typer.Option(
         None, "--visits", min=1, help="MCTS playouts per move (root noise; default 64)."),
@@ -274,9 +368,10 @@ def selfplay_command(
     max_moves: int | None = typer.Option(
         None, "--max-moves", min=1, help="Stop a game after this many moves (default 2*N*N)."),
     workers: int = typer.Option(1, "--workers", min=1, help="Processes, one teacher each."),
-    threads: int = typer.Option(1, "--threads", min=1, help="CPU threads per teacher."),
-    symmetries: int = typer.Option(1, "--symmetries", min=1, max=8,
-                                   help="Teacher averages this many symmetries."),
+    backend: str = backend_option(),
+    device: str = device_option(),
+    threads: int = threads_option("CPU threads per teacher."),
+    symmetries: int = symmetries_option("Teacher averages this many symmetries."),
     seed: int = typer.Option(0, "--seed", help="Games are numbered per seed; a rerun continues."),
     out: Path = typer.Option(..., "--out", help="Output folder (positions shards + sgf/)."),
 ) -> None:
@@ -292,12 +387,13 @@ def selfplay_command(
         random_opening=random_opening, seed=seed, max_moves=max_moves)
     try:
         stats = run_selfplay(model, out, games, config, workers=workers, threads=threads,
-                             symmetries=symmetries, progress=True)
+                             symmetries=symmetries, backend=backend,
+                             device=None if device == "cpu" else device, progress=True)
     except KosumiError as e:
         fail(str(e))
     typer.echo(f"{out}: {stats.games_played} games played, {stats.games_recovered} recovered, "
                f"{stats.games_before} already there; {stats.positions_added} new positions "
-               f"({stats.duplicates} duplicates skipped)")
+               f"({stats.duplicates} duplicates skipped; teacher on {stats.backend})")
 
 
 @app.command("positions")
@@ -335,9 +431,10 @@ def label_command(
     positions: Path = typer.Option(..., "--positions", help="Positions folder."),
     out: Path = typer.Option(..., "--out", help="Label folder (created, or resumed)."),
     workers: int = typer.Option(1, "--workers", min=1, help="Processes, one teacher each."),
-    threads: int = typer.Option(1, "--threads", min=1, help="CPU threads per teacher."),
-    symmetries: int = typer.Option(
-        1, "--symmetries", min=1, max=8, help="Teacher averages this many symmetries (1 or 8)."),
+    backend: str = backend_option(),
+    device: str = device_option(),
+    threads: int = threads_option("CPU threads per teacher."),
+    symmetries: int = symmetries_option("Teacher averages this many symmetries (1 or 8)."),
     batch: int = typer.Option(256, "--batch", min=1, help="Positions per forward pass."),
     shard_size: int | None = typer.Option(
         None, "--shard-size", min=1, help="Positions per label shard (default 4096; fixed "
@@ -351,11 +448,13 @@ def label_command(
     try:
         stats = label_positions(teacher, positions, out, symmetries=symmetries, batch=batch,
                                 chunk_size=shard_size, workers=workers, threads=threads,
+                                backend=backend, device=None if device == "cpu" else device,
                                 allow_mixed_teachers=allow_mixed_teachers, progress=True)
     except KosumiError as e:
         fail(str(e))
     typer.echo(f"{out}: labelled {stats.labelled} positions in {stats.shards} shards; "
-               f"{stats.already} were already labelled; {stats.total} positions in all")
+               f"{stats.already} were already labelled; {stats.total} positions in all "
+               f"(teacher on {stats.backend})")
 
 
 # ----------------------------------------------------------------------------- distill (training)

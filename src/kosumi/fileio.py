@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from kosumi.errors import WriteFailed
 
-__all__ = ["atomic_write", "atomic_writer", "output_errors"]
+__all__ = ["atomic_write", "atomic_writer", "output_errors", "user_cache_dir"]
 
 
 @contextmanager
@@ -80,3 +80,12 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(dfd)
+
+
+def user_cache_dir(kind: str, env: str | None = None) -> Path:
+    """Where kosumi keeps a cache of ``kind`` (e.g. "onnx"): ``$ENV`` if that variable is set,
+    else ``$XDG_CACHE_HOME/kosumi/KIND``, else ``~/.cache/kosumi/KIND``."""
+    if env and os.environ.get(env):
+        return Path(os.environ[env])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kosumi" / kind

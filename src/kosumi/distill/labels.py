@@ -130,30 +130,26 @@ def unwrap(evaluator: Evaluator) -> Evaluator:
     return evaluator
 
 
+def backend_of(evaluator: Evaluator) -> str:
+    """The name of the backend under an evaluator ("" for a network-free one)."""
+    return str(getattr(getattr(unwrap(evaluator), "backend", None), "name", ""))
+
+
 def teacher_outputs(evaluator: Evaluator, states: Sequence[GameState]) -> TeacherBatch:
     """Run the teacher on a batch of same-size positions; see the module docstring for the
     value conventions."""
-    ev = unwrap(evaluator)
     n = states[0].size
     nn = n * n
     bsz = len(states)
-    wdl: np.ndarray | None = None
-    if hasattr(ev, "evaluate_full"):  # KataGo: every head, win/loss/noResult included
-        full = ev.evaluate_full(states)
-        policy = np.stack([o.policy for o in full])
-        wdl = np.array([[o.win, o.loss, o.no_result] for o in full], dtype=np.float64)
-        leads: list[float | None] = [float(o.lead) for o in full]
-        owns: list[np.ndarray | None] = [o.ownership for o in full]
-    else:
-        evals = ev.evaluate(states)
-        policy = np.stack([e.policy for e in evals])
-        if all(e.wdl is not None for e in evals):
-            wdl = np.stack([e.wdl for e in evals]).astype(np.float64)
-        else:  # a single win probability p: (p, 1 - p, 0)
-            p = np.array([e.value for e in evals], dtype=np.float64)
-            wdl = np.stack([p, 1.0 - p, np.zeros_like(p)], axis=1)
-        leads = [e.score_lead for e in evals]
-        owns = [e.ownership for e in evals]
+    evals = unwrap(evaluator).evaluate(states)
+    policy = np.stack([e.policy for e in evals])
+    if all(e.wdl is not None for e in evals):  # KataGo, kosumi wdl nets: win/loss/noResult
+        wdl = np.stack([e.wdl for e in evals]).astype(np.float64)  # type: ignore[misc]
+    else:  # a single win probability p: (p, 1 - p, 0)
+        p = np.array([e.value for e in evals], dtype=np.float64)
+        wdl = np.stack([p, 1.0 - p, np.zeros_like(p)], axis=1)
+    leads = [e.score_lead for e in evals]
+    owns = [e.ownership for e in evals]
     policy = policy.astype(np.float64).reshape(bsz, nn + 1)
     policy /= policy.sum(axis=1, keepdims=True)
     wdl = np.clip(wdl, 0.0, 1.0)
@@ -195,15 +191,14 @@ def label_states(evaluator: Evaluator, states: Sequence[GameState],
 
 
 # ---------------------------------------------------------------------------- teachers
-def open_teacher(path: str | os.PathLike, symmetries: int = 1, threads: int = 1) -> Evaluator:
-    """Open a teacher model file (any format ``kosumi.runtime`` reads), without a cache."""
-    try:
-        from kosumi.runtime.teacher import load_teacher
-    except ImportError:  # pragma: no cover - older runtime
-        from kosumi.runtime.loader import load_evaluator
+def open_teacher(path: str | os.PathLike, symmetries: int = 1, threads: int = 1,
+                 backend: str = "auto", device: str | None = None) -> Evaluator:
+    """Open a teacher model file (any format ``kosumi.runtime`` reads, on any backend),
+    without a cache."""
+    from kosumi.runtime.teacher import load_teacher
 
-        return load_evaluator(path, threads=threads, cache=False, symmetries=symmetries)
-    return load_teacher(path, symmetries=symmetries, threads=threads, cache=False)
+    return load_teacher(path, symmetries=symmetries, threads=threads, cache=False,
+                        backend=backend, device=device)
 
 
 def teacher_identity(path: str | os.PathLike, symmetries: int = 1) -> dict[str, Any]:
@@ -333,6 +328,7 @@ class LabelStats:
     shards: int = 0  # label shards written by this run
     already: int = 0  # positions found labelled before the run
     total: int = 0  # positions in the positions folder
+    backend: str = ""  # the backend the teacher ran on
 
 
 @dataclass(frozen=True)
@@ -377,11 +373,10 @@ def _label_items(evaluator: Evaluator, items: Sequence[tuple[int, Position]], ba
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(teacher_path: str, symmetries: int, threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(max(1, threads))
-    _WORKER["teacher"] = open_teacher(teacher_path, symmetries=symmetries, threads=threads)
+def _worker_init(teacher_path: str, symmetries: int, threads: int, backend: str,
+                 device: str | None) -> None:
+    _WORKER["teacher"] = open_teacher(teacher_path, symmetries=symmetries, threads=threads,
+                                      backend=backend, device=device)
 
 
 def _worker_label(items: list[tuple[int, Position]], batch: int) -> tuple[bytes, bool, bool]:
@@ -399,6 +394,8 @@ def label_positions(
     chunk_size: int | None = None,
     workers: int = 1,
     threads: int = 1,
+    backend: str = "auto",
+    device: str | None = None,
     allow_mixed_teachers: bool = False,
     progress: bool = False,
     max_shards: int | None = None,
@@ -411,6 +408,9 @@ def label_positions(
     batch         positions per forward pass
     chunk_size    positions per label shard (fixed by the folder once it has a manifest)
     workers       processes, each with its own teacher (spawned)
+    threads, backend, device   how the teacher runs (``runtime.LoadOptions``); the labels do
+                  not depend on them beyond float rounding, so a folder may be resumed on
+                  another backend
     allow_mixed_teachers  allow adding labels from a teacher other than the folder's
     max_shards    stop after writing this many shards (tests; None = all)
 
@@ -427,7 +427,8 @@ def label_positions(
     is_path = not isinstance(teacher, Evaluator)
     if is_path:
         identity = teacher_identity(teacher, symmetries)  # type: ignore[arg-type]
-        evaluator = open_teacher(teacher, symmetries, threads)  # type: ignore[arg-type]
+        evaluator = open_teacher(teacher, symmetries, threads,  # type: ignore[arg-type]
+                                 backend=backend, device=device)
     else:
         if workers != 1:
             raise ValueError("label_positions: an Evaluator object needs workers=1")
@@ -441,7 +442,7 @@ def label_positions(
                               "(positions of that board size)")
 
     labels = ShardDir(out, LABELS_FORMAT, create=True)
-    stats = LabelStats(total=len(store))
+    stats = LabelStats(total=len(store), backend=backend_of(evaluator))
     with labels.lock():
         m = labels.manifest
         m.setdefault("chunk_size", chunk_size or DEFAULT_CHUNK_SIZE)
@@ -510,16 +511,16 @@ def label_positions(
                         commit(u, payload, hs, ho)
                 else:
                     evaluator.close()  # the workers open their own
-                    _run_workers(units, items_of, commit, bar, str(teacher), symmetries,
-                                 threads, batch, workers)
+                    _run_workers(units, items_of, commit, bar,
+                                 (str(teacher), symmetries, threads, backend, device), batch,
+                                 workers)
         finally:
             if is_path and workers == 1:  # the teacher this call opened
                 evaluator.close()
     return stats
 
 
-def _run_workers(units, items_of, commit, bar, teacher_path, symmetries, threads, batch,
-                 workers) -> None:
+def _run_workers(units, items_of, commit, bar, teacher_args, batch, workers) -> None:
     """Label ``units`` in ``workers`` spawned processes, committing as results arrive (at most
     two units in flight per worker, so memory stays bounded)."""
     import multiprocessing as mp
@@ -527,7 +528,7 @@ def _run_workers(units, items_of, commit, bar, teacher_path, symmetries, threads
 
     ctx = mp.get_context("spawn")
     with ctx.Pool(workers, initializer=_worker_init,
-                  initargs=(teacher_path, symmetries, threads)) as pool:
+                  initargs=teacher_args) as pool:
         pending: deque = deque()
         queue = list(units)
         while queue or pending:

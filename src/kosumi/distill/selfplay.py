@@ -34,7 +34,7 @@ import numpy as np
 
 from kosumi.distill.positions import PositionWriter
 from kosumi.errors import KosumiError
-from kosumi.go.board import GameState, Rules
+from kosumi.go.board import GameState, Rules, default_komi
 from kosumi.go.coords import PASS, RESIGN, check_size
 from kosumi.runtime.evaluator import Evaluator
 
@@ -47,7 +47,7 @@ class SelfPlayConfig:
     """How the teacher plays itself (see the module docstring)."""
 
     size: int = 9
-    komi: float = 7.0
+    komi: float | None = None  # None: go.board.default_komi(size)
     rules: str = "chinese"
     visits: int | None = None  # MCTS playouts per move; None: policy sampling
     policy_temperature: float = 1.0  # with visits=None: sample policy ** (1 / T); 0 = argmax
@@ -59,6 +59,10 @@ class SelfPlayConfig:
     noise_fraction: float = 0.25
     temperature_moves: int | None = None  # MCTS moves sampled by visits after the opening
     #                                       (default N * N / 12)
+
+    def __post_init__(self) -> None:
+        if self.komi is None:
+            object.__setattr__(self, "komi", default_komi(self.size))
 
     def validate(self) -> None:
         try:
@@ -167,15 +171,13 @@ def save_selfplay_sgf(path: Path, state: GameState, config: SelfPlayConfig, inde
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(teacher_path: str, symmetries: int, threads: int, config: SelfPlayConfig,
-                 sgf_dir: str, teacher_name: str) -> None:
-    import torch
-
+def _worker_init(teacher_path: str, symmetries: int, threads: int, backend: str,
+                 device: str | None, config: SelfPlayConfig, sgf_dir: str,
+                 teacher_name: str) -> None:
     from kosumi.distill.labels import open_teacher
 
-    torch.set_num_threads(max(1, threads))
-    _WORKER.update(evaluator=open_teacher(teacher_path, symmetries, threads), config=config,
-                   sgf_dir=Path(sgf_dir), name=teacher_name)
+    _WORKER.update(evaluator=open_teacher(teacher_path, symmetries, threads, backend, device),
+                   config=config, sgf_dir=Path(sgf_dir), name=teacher_name)
 
 
 def _worker_play(index: int) -> tuple[int, list[tuple[int, int]]]:
@@ -194,6 +196,7 @@ class SelfPlayStats:
     games_before: int = 0  # already complete before this run
     positions_added: int = 0
     duplicates: int = 0
+    backend: str = ""  # the backend the teacher ran on
 
 
 def run_selfplay(
@@ -205,12 +208,14 @@ def run_selfplay(
     workers: int = 1,
     threads: int = 1,
     symmetries: int = 1,
+    backend: str = "auto",
+    device: str | None = None,
     shard_size: int | None = None,
     progress: bool = False,
 ) -> SelfPlayStats:
     """Play games 0..``games``-1 of ``config.seed`` into ``out`` (resumable; see the module
     docstring). ``teacher`` is a model file, or an Evaluator (then ``workers`` must be 1)."""
-    from kosumi.distill.labels import open_teacher, teacher_identity
+    from kosumi.distill.labels import backend_of, open_teacher, teacher_identity
     from kosumi.distill.positions import DEFAULT_SHARD_SIZE
     from kosumi.go.sgf import load_game
     from kosumi.progress import progress_bar
@@ -228,7 +233,8 @@ def run_selfplay(
             raise ValueError("run_selfplay: an Evaluator object needs workers=1")
         identity = {"name": teacher.name, "format": "evaluator", "sha256": None,  # type: ignore
                     "symmetries": symmetries}
-    evaluator: Evaluator = (open_teacher(teacher, symmetries, threads)  # type: ignore[arg-type]
+    evaluator: Evaluator = (open_teacher(teacher, symmetries, threads,  # type: ignore[arg-type]
+                                         backend, device)
                             if is_path else teacher)  # type: ignore[assignment]
     if not evaluator.supports_size(config.size):
         raise KosumiError(f"{teacher if is_path else evaluator.name}: the teacher does not "
@@ -237,7 +243,7 @@ def run_selfplay(
         evaluator.close()  # each worker opens its own
     out = Path(out)
     sgf_dir = out / SGF_FOLDER
-    stats = SelfPlayStats()
+    stats = SelfPlayStats(backend=backend_of(evaluator))
     settings = {**config.settings(), "teacher": identity}
 
     with PositionWriter(out, shard_size=shard_size or DEFAULT_SHARD_SIZE) as writer:
@@ -301,8 +307,8 @@ def run_selfplay(
                 import multiprocessing as mp
 
                 ctx = mp.get_context("spawn")
-                init = (str(teacher), symmetries, threads, config, str(sgf_dir),
-                        identity["name"])
+                init = (str(teacher), symmetries, threads, backend, device, config,
+                        str(sgf_dir), identity["name"])
                 with ctx.Pool(workers, initializer=_worker_init, initargs=init) as pool:
                     for index, moves in pool.imap(_worker_play, todo):  # in order: reproducible
                         finished(index, moves)

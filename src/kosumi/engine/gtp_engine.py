@@ -42,7 +42,7 @@ from kosumi.engine.scoring import black_ownership, dead_stones, format_score
 from kosumi.engine.timecontrol import TimeManager
 from kosumi.errors import KosumiError
 from kosumi.go import gtp
-from kosumi.go.board import GameState, IllegalMove
+from kosumi.go.board import GameState, IllegalMove, default_komi
 from kosumi.go.coords import BLACK, EMPTY, MAX_SIZE, MIN_SIZE, PASS, RESIGN, WHITE
 from kosumi.go.gtp import GTPCommandError
 from kosumi.runtime.evaluator import Evaluator, UniformEvaluator
@@ -61,7 +61,7 @@ class GTPEngine:
         name: str = "kosumi",
         version: str = kosumi.__version__,
         board_size: int = 19,
-        komi: float = 7.5,
+        komi: float | None = None,
         rules: str = "chinese",
         time_per_move: float | None = None,
         log: IO[str] | None = None,
@@ -74,7 +74,7 @@ class GTPEngine:
         self.name = name
         self.version = version
         self.rules = rules
-        self.komi = float(komi)
+        self.komi = float(default_komi(board_size) if komi is None else komi)
         self.state = GameState(board_size, self.komi, rules)
         self.time = TimeManager(default_per_move=time_per_move)
         self.log = log
@@ -516,14 +516,17 @@ class GTPEngine:
 
 
 # ================================================================== helpers
-def load_model(model: str, threads: int = 1) -> Evaluator:
+def load_model(model: str, threads: int = 1, backend: str = "auto", device: str | None = None,
+               symmetries: int = 1, precision: str = "auto", announce: bool = False) -> Evaluator:
     """``uniform`` -> a ``UniformEvaluator`` (no network); anything else goes through
-    ``kosumi.runtime.load_evaluator`` (imported here: only a torch model imports torch)."""
+    ``kosumi.runtime.load_evaluator`` on the given backend (imported here: only a torch model on
+    the torch backend imports torch)."""
     if model == "uniform":
         return UniformEvaluator()
     from kosumi.runtime.loader import load_evaluator
 
-    return load_evaluator(model, threads=threads)
+    return load_evaluator(model, threads=threads, backend=backend, device=device,
+                          symmetries=symmetries, precision=precision, announce=announce)
 
 
 def _accepts(handler: Callable[..., str], nargs: int) -> bool:

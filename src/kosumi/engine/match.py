@@ -72,7 +72,7 @@ from kosumi.engine.match_results import (
     sgf_comments,
 )
 from kosumi.errors import KosumiError
-from kosumi.go.board import GameState, IllegalMove
+from kosumi.go.board import GameState, IllegalMove, default_komi
 from kosumi.go.coords import (
     BLACK,
     PASS,
@@ -344,7 +344,7 @@ def play_match(
     white_cmd: str | Sequence[str],
     games: int,
     size: int = 9,
-    komi: float = 7.0,
+    komi: float | None = None,
     swap_colors: bool = False,
     sgf_dir: str | os.PathLike | None = None,
     move_timeout: float = 60.0,
@@ -370,6 +370,8 @@ def play_match(
         size = check_size(size)
     except ValueError as e:
         raise KosumiError(f"--size: {e}") from None
+    if komi is None:
+        komi = default_komi(size)
     if move_timeout <= 0:
         raise KosumiError(f"--move-timeout must be positive (got {move_timeout:g})")
     if max_moves is None:

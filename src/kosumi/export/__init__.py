@@ -1,46 +1,39 @@
-"""Exporters: a kosumi model -> another format (``kosumi export FILE --format NAME --out OUT``).
+"""``kosumi export MODEL --format NAME --out OUT``: any net kosumi reads, written in another format.
 
-Exporters live in one registry, ``EXPORT_FORMATS``: name -> a lazily imported
-``"module:function"`` (or a callable) called as ``function(source, out) -> str``, which reads
-``source``, writes ``out`` atomically and returns a one-line summary; every problem a user can
-cause is a ``KosumiError``. Built in: ``leelaz`` (Leela Zero text weights). ONNX, TensorRT and
-packed formats register here with ``register_export_format``.
+The formats are the writable entries of the one model-format registry (``kosumi.nets.formats``):
+``kosumi`` (a checkpoint), ``leelaz`` (Leela Zero text weights), ``onnx`` (fp32/fp16, kosumi
+metadata) and ``tensorrt`` (a serialized engine built from the ONNX, GPU only). The source is
+read as (config, tensors) through the same registry, so a KataGo model or Leela Zero weights
+export like a kosumi checkpoint. Every writer writes atomically and returns a one-line summary;
+every problem a user can cause is a ``KosumiError``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from typing import Any
 
 from kosumi.errors import KosumiError
-from kosumi.lazy import resolve
-
-Exporter = Callable[[str | os.PathLike, str | os.PathLike], str]
-
-#: format name -> (one-line description, "module:function" or callable)
-EXPORT_FORMATS: dict[str, tuple[str, str | Exporter]] = {
-    "leelaz": ("Leela Zero text weights, version 1 (.txt, or gzip when OUT ends in .gz)",
-               "kosumi.export.leelaz:export_leelaz"),
-}
 
 
-def register_export_format(name: str, description: str, exporter: str | Exporter) -> None:
-    """Register (or replace) an export format."""
-    EXPORT_FORMATS[name] = (description, exporter)
+def export_formats() -> dict[str, str]:
+    """name -> description of every format ``export_model`` writes."""
+    from kosumi.nets.formats import writable_formats
+
+    return {f.name: f.description for f in writable_formats()}
 
 
-def get_exporter(name: str) -> Exporter:
-    """The exporter of format ``name`` (imported on first use). KosumiError if unknown."""
-    entry = EXPORT_FORMATS.get(name)
-    if entry is None:
-        raise KosumiError(f"unknown export format {name!r} (known: "
-                          f"{', '.join(sorted(EXPORT_FORMATS))})")
-    target = entry[1]
-    return resolve(target, f"export format {name!r}")
-
-
-def export_model(source: str | os.PathLike, fmt: str, out: str | os.PathLike) -> str:
-    """Export ``source`` to ``out`` in format ``fmt``; returns the exporter's summary line."""
+def export_model(source: str | os.PathLike, fmt: str, out: str | os.PathLike,
+                 **options: Any) -> str:
+    """Export ``source`` to ``out`` in format ``fmt``; returns the writer's summary line.
+    ``options`` go to the writer (``precision``, ``batch`` for TensorRT, ...)."""
     from kosumi.models import resolve_model
+    from kosumi.nets.formats import get_format, read_net
 
-    return get_exporter(fmt)(resolve_model(source), out)
+    names = export_formats()
+    if fmt not in names:
+        raise KosumiError(f"unknown export format {fmt!r} (known: {', '.join(names)})")
+    target = get_format(fmt)
+    path = resolve_model(source)
+    checkpoint = read_net(path, what="export")
+    return target.writer()(checkpoint, out, source=str(source), **options)

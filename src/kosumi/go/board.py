@@ -36,6 +36,13 @@ KO_SIMPLE = "simple"
 KO_POSITIONAL = "positional"
 
 
+def default_komi(size: int) -> float:
+    """The komi every kosumi command uses when none is given: 7.5 (area scoring, no draws),
+    and 7.0 on 9x9 and smaller boards (as in KataGo's 9x9 reference positions and kosumi's
+    matches against GNU Go)."""
+    return 7.0 if int(size) <= 9 else 7.5
+
+
 class IllegalMove(ValueError):
     """A move that the rules forbid (occupied, ko, superko, suicide, off board)."""
 

@@ -3,7 +3,10 @@
 Layout: a standard safetensors file (8-byte little-endian header length, JSON header, raw
 little-endian tensor data) whose header metadata holds ``kosumi_config`` (the config JSON) and
 ``format`` = ``kosumi-checkpoint``. Tensors are the net's state dict without BatchNorm's
-``num_batches_tracked``, as float32. Nothing is ever pickled.
+``num_batches_tracked``, plus any extra tensors the config declares (``extra_tensors``: e.g. the
+quantization scales of a quantized net). Tensors are typed: float32 (the default; float64 and
+bfloat16 are read as float32), float16, int8, uint8 and int32 keep their type both ways, so a
+quantized net stores int8 weights and int32 biases as they are. Nothing is ever pickled.
 
 Writing is atomic (temp file in the same folder, fsync, rename). Reading parses and validates the
 file itself (no torch needed): any problem -- not a safetensors file, truncated, bad header,
@@ -35,16 +38,40 @@ FORMAT_NAME = "kosumi-checkpoint"
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 
 _DTYPES: dict[str, np.dtype] = {
-    "F64": np.dtype("<f8"),
+    "F64": np.dtype("<f8"),  # read as float32
     "F32": np.dtype("<f4"),
     "F16": np.dtype("<f2"),
     "BF16": np.dtype("<u2"),  # converted to float32 by shifting into the high half
+    "I8": np.dtype("i1"),
+    "U8": np.dtype("u1"),
+    "I32": np.dtype("<i4"),
 }
+#: numpy dtypes a checkpoint stores as they are (anything else floating becomes float32)
+STORED_DTYPES = (np.dtype("float32"), np.dtype("float16"), np.dtype("int8"), np.dtype("uint8"),
+                 np.dtype("int32"))
+
+
+def stored_array(name: str, t: Any) -> np.ndarray:
+    """``t`` (numpy or torch) as the array a checkpoint stores: its own type if it is one of
+    ``STORED_DTYPES``, float32 for other floats; KosumiError for NaN/inf or another type."""
+    if hasattr(t, "detach"):
+        t = t.detach().cpu().numpy()
+    arr = np.asarray(t)
+    if arr.dtype not in STORED_DTYPES:
+        if arr.dtype.kind != "f":
+            raise KosumiError(f"refusing to save tensor {name!r}: dtype {arr.dtype} is not "
+                              "one a checkpoint stores (float32, float16, int8, uint8, int32)")
+        arr = arr.astype(np.float32)
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise KosumiError(f"refusing to save tensor {name!r}: it holds NaN or inf")
+    return arr
 
 
 @dataclass
 class Checkpoint:
-    """A loaded kosumi checkpoint: its config, float32 tensors and the raw metadata."""
+    """A net in memory, whatever file it came from: its config, its tensors (named as the
+    config's architecture names them, typed) and the file's raw metadata."""
 
     config: NetConfig
     tensors: dict[str, np.ndarray]
@@ -57,14 +84,7 @@ def checkpoint_bytes(tensors: dict[str, Any], config: NetConfig,
     """Serialise ``tensors`` (numpy arrays or torch tensors) + ``config`` as safetensors bytes."""
     from safetensors.numpy import save
 
-    arrays = {}
-    for name, t in tensors.items():
-        if hasattr(t, "detach"):
-            t = t.detach().cpu().numpy()
-        arr = np.ascontiguousarray(np.asarray(t, dtype=np.float32))
-        if not np.isfinite(arr).all():
-            raise KosumiError(f"refusing to save tensor {name!r}: it holds NaN or inf")
-        arrays[name] = arr
+    arrays = {name: stored_array(name, t) for name, t in tensors.items()}
     meta = {**(metadata or {}), FORMAT_KEY: FORMAT_NAME, CONFIG_KEY: config.to_json()}
     return save(arrays, metadata=meta)
 
@@ -163,8 +183,8 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpoint:
         arr = np.frombuffer(body[begin:end], dtype=dtype).reshape(shape)
         if info["dtype"] == "BF16":
             arr = (arr.astype(np.uint32) << 16).view(np.float32)
-        arr = arr.astype(np.float32)
-        if not np.isfinite(arr).all():
+        arr = arr.astype(np.float32 if info["dtype"] in ("F64", "BF16") else dtype.newbyteorder("="))
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise KosumiError(f"{what}: holds NaN or inf values")
         tensors[name] = arr
     if end_max != len(body):
@@ -174,34 +194,72 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpoint:
 
 
 def check_tensors(path: str | os.PathLike, tensors: dict[str, np.ndarray],
-                  expected: dict[str, tuple[int, ...]]) -> None:
-    """Missing, extra or wrongly shaped tensors -> KosumiError naming the file and the tensor."""
+                  expected: dict[str, tuple[int, ...]], extra: list[str] | None = None) -> None:
+    """Missing, extra or wrongly shaped tensors -> KosumiError naming the file and the tensor.
+    ``extra`` names tensors the config declares beyond the architecture's (any shape)."""
+    for name in extra or ():
+        if name not in tensors:
+            raise KosumiError(f"{path}: tensor {name!r} is missing (the config declares it)")
     for name, shape in expected.items():
         if name not in tensors:
             raise KosumiError(f"{path}: tensor {name!r} is missing")
         if tuple(tensors[name].shape) != tuple(shape):
             raise KosumiError(f"{path}: tensor {name!r} has shape {list(tensors[name].shape)}, "
                               f"expected {list(shape)}")
-    extra = sorted(set(tensors) - set(expected))
-    if extra:
-        raise KosumiError(f"{path}: unexpected tensor {extra[0]!r} (not in a net of this config)")
+    unexpected = sorted(set(tensors) - set(expected) - set(extra or ()))
+    if unexpected:
+        raise KosumiError(f"{path}: unexpected tensor {unexpected[0]!r} (not in a net of this "
+                          "config)")
 
 
-def build_net(checkpoint: Checkpoint, path: str | os.PathLike = "checkpoint") -> KosumiNet:
-    """A ``KosumiNet`` in eval mode holding a loaded checkpoint's weights (needs torch); missing,
-    extra or wrongly shaped tensors -> KosumiError naming ``path`` and the tensor."""
+def build_net(checkpoint: Checkpoint, path: str | os.PathLike = "checkpoint") -> Any:
+    """The torch module of a net in memory, in eval mode, float32 (needs torch): a ``KosumiNet``
+    (conv and lz heads) or a ``KataGoNet`` (katago head). Missing, extra or wrongly shaped
+    tensors -> KosumiError naming ``path`` and the tensor; integer (quantized) weights ->
+    KosumiError (they run on the backends that execute the quantization scheme)."""
     import torch
 
-    from kosumi.nets.resnet import KosumiNet, inference_tensors
+    config = checkpoint.config
+    if config.family == "katago":
+        from kosumi.nets.katago_net import KataGoNet
 
-    net = KosumiNet(checkpoint.config)
-    expected = {k: tuple(v.shape) for k, v in inference_tensors(net).items()}
-    check_tensors(path, checkpoint.tensors, expected)
-    state = {k: torch.from_numpy(v.copy()) for k, v in checkpoint.tensors.items()}
+        net = KataGoNet(config)
+    else:
+        from kosumi.nets.resnet import KosumiNet
+
+        net = KosumiNet(config)
+    expected = {k: tuple(v.shape) for k, v in architecture_tensors(net).items()}
+    check_tensors(path, checkpoint.tensors, expected, config.extra_tensors)
+    state = {}
+    for k in expected:
+        v = checkpoint.tensors[k]
+        if v.dtype.kind != "f":
+            raise KosumiError(f"{path}: tensor {k!r} is {v.dtype} (a quantized net); torch runs "
+                              "float nets only")
+        state[k] = torch.from_numpy(np.array(v, dtype=np.float32))
     net.load_state_dict(state, strict=False)  # only num_batches_tracked is left out
     return net.eval()
+
+
+def architecture_tensors(net: Any) -> dict[str, Any]:
+    """The tensors a torch module's checkpoint holds: the state dict without BatchNorm's
+    ``num_batches_tracked``."""
+    return {k: v for k, v in net.state_dict().items() if not k.endswith("num_batches_tracked")}
 
 
 def load_net(path: str | os.PathLike) -> KosumiNet:
     """Read a checkpoint file into a ``KosumiNet`` in eval mode (needs torch)."""
     return build_net(read_checkpoint(path), path)
+
+
+def write_checkpoint_model(checkpoint: Checkpoint, out: str | os.PathLike,
+                           source: str = "net", **_: Any) -> str:
+    """``kosumi export --format kosumi``: any net kosumi reads (a KataGo or Leela Zero file
+    included) as a kosumi checkpoint; a summary line."""
+    from kosumi.fileio import output_errors
+
+    with output_errors(out):
+        nbytes = save_checkpoint(out, checkpoint.tensors, checkpoint.config,
+                                 {k: v for k, v in checkpoint.metadata.items()
+                                  if k not in (FORMAT_KEY, CONFIG_KEY)})
+    return f"wrote {out}: kosumi checkpoint, {checkpoint.config.describe()}, {nbytes:,} bytes"

@@ -14,6 +14,22 @@ JSON form (``to_json``/``from_json``)::
 Head widths of 0 mean "derive from the trunk" and are resolved on construction, so a written
 config always holds the concrete numbers. Invalid configs raise ``KosumiError`` with one line
 naming the field.
+
+Three heads (network families):
+
+- ``conv``: kosumi's student ResNet with convolutional heads, any board size;
+- ``lz``: the same trunk with Leela Zero's heads, tensor for tensor (19x19, tanh value);
+- ``katago``: KataGo's model-version-8 network (pre-activation trunk with global-pooling blocks,
+  its policy and value heads, outputs ``policy``, ``value`` (3 logits) ``score`` (4 raw values)
+  and ``ownership``). Its layout, beyond ``arch`` and the head widths, is in ``katago``:
+  ``{"model_version": 8, "name": ..., "mid_channels", "regular_channels",
+  "dilated_channels", "gpool_channels", "policy_gpool_channels", "initial_kernel",
+  "blocks": ["ordinary" | "gpool", ...]}``.
+
+Optional fields, left out of the JSON at their defaults (so older files read unchanged):
+``value_view`` ("side_to_move", or "black" for Leela Zero version-2 weights, whose value is
+Black's), ``extra_tensors`` (names of tensors a file carries beyond the architecture's own,
+e.g. quantization scales) and ``katago``.
 """
 
 from __future__ import annotations
@@ -27,8 +43,13 @@ from kosumi.errors import KosumiError
 from kosumi.go.coords import MAX_SIZE, MIN_SIZE
 
 CONFIG_VERSION = 1
-HEADS = ("conv", "lz")
+HEADS = ("conv", "lz", "katago")
 VALUE_KINDS = ("wdl", "tanh")
+VALUE_VIEWS = ("side_to_move", "black")
+#: the ``katago`` layout's integer fields (the block kinds are a list)
+KATAGO_LAYOUT_INTS = ("model_version", "mid_channels", "regular_channels", "dilated_channels",
+                      "gpool_channels", "policy_gpool_channels", "initial_kernel")
+KATAGO_BLOCK_KINDS = ("ordinary", "gpool")
 LZ_BOARD_SIZE = 19
 MAX_BLOCKS, MAX_CHANNELS = 128, 1024
 
@@ -78,12 +99,17 @@ class NetConfig:
     value_channels: int = 0  # conv head: width of the value conv (0 = derived)
     value_hidden: int = 0  # conv head: width of the value fc layer (0 = derived)
     provenance: dict[str, Any] = field(default_factory=dict)
+    value_view: str = "side_to_move"  # whose view the raw value is from ("black": LZ v2 files)
+    extra_tensors: list[str] = field(default_factory=list)  # tensors beyond the architecture's
+    katago: dict[str, Any] = field(default_factory=dict)  # head "katago": the net's layout
 
     def __post_init__(self) -> None:
         self.arch = str(self.arch).strip().lower()
         self.validate()
         if self.head == "lz":
             self.policy_channels, self.value_channels, self.value_hidden = 2, 1, 256
+        elif self.head == "katago":
+            pass  # every width is given (validate checks it)
         else:
             c = self.channels
             self.policy_channels = self.policy_channels or max(8, c // 4)
@@ -103,6 +129,11 @@ class NetConfig:
     def value_outputs(self) -> int:
         return 3 if self.value == "wdl" else 1
 
+    @property
+    def family(self) -> str:
+        """``"katago"`` for KataGo's network, ``"kosumi"`` for kosumi's own ResNet (both heads)."""
+        return "katago" if self.head == "katago" else "kosumi"
+
     def supports_size(self, size: int) -> bool:
         return int(size) in self.board_sizes
 
@@ -110,11 +141,12 @@ class NetConfig:
     def validate(self) -> None:
         """Check every field; raise KosumiError naming the first bad one."""
         parse_arch(self.arch)
-        from kosumi.nets.features import FEATURE_SETS  # late: features imports nothing of ours
+        from kosumi.nets.features import known_feature_sets  # late: features imports no config
 
-        if not isinstance(self.features, str) or self.features not in FEATURE_SETS:
+        known = known_feature_sets()
+        if not isinstance(self.features, str) or self.features not in known:
             raise KosumiError(f"config field 'features': unknown feature set {self.features!r} "
-                              f"(known: {', '.join(sorted(FEATURE_SETS))})")
+                              f"(known: {', '.join(known)})")
         if self.head not in HEADS:
             raise KosumiError(
                 f"config field 'head': unknown head {self.head!r} (use {' or '.join(HEADS)})")
@@ -140,6 +172,20 @@ class NetConfig:
                                   f"0..{MAX_CHANNELS}")
         if not isinstance(self.provenance, dict):
             raise KosumiError("config field 'provenance': must be a JSON object")
+        if self.value_view not in VALUE_VIEWS:
+            raise KosumiError(f"config field 'value_view': {self.value_view!r} is not one of "
+                              f"{', '.join(VALUE_VIEWS)}")
+        if (not isinstance(self.extra_tensors, list)
+                or not all(isinstance(t, str) and t for t in self.extra_tensors)
+                or len(set(self.extra_tensors)) != len(self.extra_tensors)):
+            raise KosumiError("config field 'extra_tensors': must be a list of distinct names")
+        if not isinstance(self.katago, dict):
+            raise KosumiError("config field 'katago': must be a JSON object")
+        if self.head == "katago":
+            self._validate_katago()
+        elif self.katago:
+            raise KosumiError(f"config field 'katago': only for the katago head, not "
+                              f"{self.head!r}")
         if self.head == "lz":
             if self.board_sizes != [LZ_BOARD_SIZE]:
                 raise KosumiError(f"config field 'board_sizes': the lz head is 19x19 only, got "
@@ -155,9 +201,35 @@ class NetConfig:
                 if getattr(self, name) not in (0, fixed):
                     raise KosumiError(f"config field {name!r}: the lz head fixes it to {fixed}")
 
+    def _validate_katago(self) -> None:
+        lay = self.katago
+        for name in KATAGO_LAYOUT_INTS:
+            v = lay.get(name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise KosumiError(f"config field 'katago.{name}': {v!r} is not a non-negative "
+                                  "integer")
+        kinds = lay.get("blocks")
+        if (not isinstance(kinds, list) or len(kinds) != self.blocks
+                or not all(k in KATAGO_BLOCK_KINDS for k in kinds)):
+            raise KosumiError(f"config field 'katago.blocks': must list {self.blocks} block kinds "
+                              f"({' or '.join(KATAGO_BLOCK_KINDS)})")
+        if self.features != "katago_v7" or self.value != "wdl" or self.value_view != "side_to_move":
+            raise KosumiError("config field 'head': the katago head takes katago_v7 features "
+                              "and a wdl value from the side to move's view")
+        if not (self.score_lead and self.ownership):
+            raise KosumiError("config field 'head': the katago head has score and ownership")
+        for name in ("policy_channels", "value_channels", "value_hidden"):
+            if getattr(self, name) < 1:
+                raise KosumiError(f"config field {name!r}: the katago head needs it set")
+
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
-        return {"version": CONFIG_VERSION, **asdict(self)}
+        d = {"version": CONFIG_VERSION, **asdict(self)}
+        for name, default in (("value_view", "side_to_move"), ("extra_tensors", []),
+                              ("katago", {})):
+            if d[name] == default:
+                del d[name]
+        return d
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=False, separators=(",", ":"))
@@ -193,5 +265,21 @@ class NetConfig:
         """A one-line human summary, e.g. ``b6c64 basic conv head, wdl+score+ownership, 9,13,19``."""
         outs = [self.value] + (["score"] if self.score_lead else []) + (
             ["ownership"] if self.ownership else [])
-        sizes = ",".join(map(str, self.board_sizes))
+        sizes = _size_ranges(self.board_sizes)
         return f"{self.arch} {self.features} {self.head} head, {'+'.join(outs)}, sizes {sizes}"
+
+
+def _size_ranges(sizes: list[int]) -> str:
+    """``[2, 3, 4, 9]`` -> ``"2-4,9"``."""
+    parts: list[str] = []
+    start = prev = None
+    for s in sizes:
+        if prev is not None and s == prev + 1:
+            prev = s
+            continue
+        if start is not None:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = s
+    if start is not None:
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+    return ",".join(parts)

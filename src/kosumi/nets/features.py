@@ -69,6 +69,9 @@ class FeatureSet(ABC):
 
 
 FEATURE_SETS: dict[str, FeatureSet] = {}
+#: feature sets defined in modules that are imported when first asked for (their import is
+#: heavier: KataGo's V7 inputs need the ladder reader and the pass-alive analysis)
+LAZY_FEATURE_SETS: dict[str, str] = {"katago_v7": "kosumi.nets.katago_features"}
 
 
 def register_feature_set(fs: FeatureSet) -> FeatureSet:
@@ -79,11 +82,21 @@ def register_feature_set(fs: FeatureSet) -> FeatureSet:
     return fs
 
 
+def known_feature_sets() -> list[str]:
+    """The names of every feature set, registered or importable on demand."""
+    return sorted(set(FEATURE_SETS) | set(LAZY_FEATURE_SETS))
+
+
 def get_feature_set(name: str) -> FeatureSet:
-    """The registered feature set called ``name``; KosumiError for an unknown name."""
+    """The feature set called ``name`` (importing its module if needed); KosumiError if unknown."""
     fs = FEATURE_SETS.get(name)
+    if fs is None and isinstance(name, str) and name in LAZY_FEATURE_SETS:
+        import importlib
+
+        importlib.import_module(LAZY_FEATURE_SETS[name])
+        fs = FEATURE_SETS.get(name)
     if fs is None:
-        raise KosumiError(f"unknown feature set {name!r} (known: {', '.join(sorted(FEATURE_SETS))})")
+        raise KosumiError(f"unknown feature set {name!r} (known: {', '.join(known_feature_sets())})")
     return fs
 
 

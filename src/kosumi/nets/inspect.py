@@ -12,68 +12,33 @@ A description is a JSON-able dict with at least these keys:
     heads           {head name: what it outputs}
     board_sizes     the board sizes the net plays
 
-``describe_model`` adds ``file`` (the path) and ``file_bytes``. Formats live in a registry,
-``DESCRIBERS``, tried in order: each has a cheap ``sniff(path, first bytes)`` and a
-``describe(path) -> dict`` that reads and validates the file. Built in: kosumi checkpoints, KataGo
-models (through ``kosumi.nets.katago.describe_katago``, when that module is available) and
-Leela Zero weights; more register with ``register_describer``. Every problem -- unreadable file,
-unknown format, a corrupt file -- raises ``KosumiError`` with one line naming the file.
-This module needs numpy only (no torch).
+``describe_model`` adds ``file`` (the path) and ``file_bytes``. The format is detected and
+described through the one model-format registry (``kosumi.nets.formats``); every problem --
+unreadable file, unknown format, a corrupt file -- raises ``KosumiError`` with one line naming
+the file. This module needs numpy only (no torch).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kosumi.errors import KosumiError
 
-SNIFF_BYTES = 4096
-
-
-@dataclass(frozen=True)
-class Describer:
-    """A model file format ``kosumi inspect`` knows: how to recognise it and describe it."""
-
-    name: str
-    description: str
-    sniff: Callable[[Path, bytes], bool]
-    describe: Callable[[Path], dict[str, Any]]
-
-
-DESCRIBERS: list[Describer] = []
-
-
-def register_describer(describer: Describer, first: bool = False) -> None:
-    """Add a format (replacing one of the same name); ``first`` makes it be tried first."""
-    DESCRIBERS[:] = [d for d in DESCRIBERS if d.name != describer.name]
-    if first:
-        DESCRIBERS.insert(0, describer)
-    else:
-        DESCRIBERS.append(describer)
-
 
 def describe_model(path: str | os.PathLike) -> dict[str, Any]:
     """Describe any supported model file (see the module docstring). Raises KosumiError."""
     from kosumi.models import resolve_model
+    from kosumi.nets.formats import detect_format
 
     path = resolve_model(path)
+    fmt = detect_format(path)
     try:
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
-            size = os.fstat(f.fileno()).st_size
+        size = Path(path).stat().st_size
     except OSError as e:
         raise KosumiError(f"{path}: cannot read model file ({e.strerror or e})") from None
-    for describer in DESCRIBERS:
-        if describer.sniff(path, head):
-            info = describer.describe(path)
-            return {"file": str(path), "file_bytes": size, **info}
-    known = "; ".join(d.description for d in DESCRIBERS)
-    raise KosumiError(f"{path}: unsupported model format (known: {known})")
+    return {"file": str(path), "file_bytes": size, **fmt.describe_file(path)}
 
 
 # ---------------------------------------------------------------------------- text form
@@ -110,12 +75,6 @@ def format_description(info: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------- kosumi checkpoints
-def _sniff_kosumi(path: Path, head: bytes) -> bool:
-    from kosumi.nets.checkpoint import sniff_checkpoint
-
-    return sniff_checkpoint(path)
-
-
 def describe_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     """Describe a kosumi checkpoint (read and validated without torch)."""
     from kosumi.nets.checkpoint import read_checkpoint
@@ -149,45 +108,3 @@ def describe_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     if cfg.provenance:
         info["provenance"] = cfg.provenance
     return info
-
-
-# ---------------------------------------------------------------------------- KataGo
-def _katago_module() -> Any:
-    """``kosumi.nets.katago`` if it is available (it provides ``describe_katago``)."""
-    try:
-        module = importlib.import_module("kosumi.nets.katago")
-    except ImportError:
-        return None
-    return module if callable(getattr(module, "describe_katago", None)) else None
-
-
-def _sniff_katago(path: Path, head: bytes) -> bool:
-    module = _katago_module()
-    if module is None:
-        return False
-    is_katago = getattr(module, "is_katago_file", None)
-    return bool(is_katago(path)) if callable(is_katago) else False
-
-
-def _describe_katago(path: Path) -> dict[str, Any]:
-    return _katago_module().describe_katago(path)
-
-
-# ---------------------------------------------------------------------------- Leela Zero
-def _sniff_leelaz(path: Path, head: bytes) -> bool:
-    from kosumi.nets.leelaz import sniff_leelaz
-
-    return sniff_leelaz(head)
-
-
-def _describe_leelaz(path: Path) -> dict[str, Any]:
-    from kosumi.nets.leelaz import describe_leelaz
-
-    return describe_leelaz(path)
-
-
-register_describer(Describer("kosumi", "kosumi checkpoint", _sniff_kosumi, describe_checkpoint))
-register_describer(Describer("katago", "KataGo model (.bin.gz/.txt.gz)", _sniff_katago,
-                             _describe_katago))
-register_describer(Describer("leelaz", "Leela Zero text weights", _sniff_leelaz,
-                             _describe_leelaz))

@@ -36,10 +36,12 @@ Public API:
 ``sniff_katago(head) -> bool``              the same on the first (decompressed) bytes
 ``describe_katago(path) -> dict``           format, version, blocks, channels, parameters, ...
 ``describe_desc(desc) -> dict``             the same for an already parsed model
+``read_katago_model(path) -> Checkpoint``    the model as a kosumi net: (config, tensors)
+``katago_checkpoint(desc)``                  the same for an already parsed model
 
 The parsed layers (``KataGoModelDesc`` and friends) are defined in ``kosumi.nets.katago_desc``;
-the torch network built from them (``build_katago_net``, ``load_katago``, ``KataGoNet``) lives in
-``kosumi.nets.katago_net``. This module needs numpy only (no torch).
+the torch network (``KataGoNet``, built from the config and tensors like every kosumi net) lives
+in ``kosumi.nets.katago_net``. This module needs numpy only (no torch).
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ from typing import Any
 import numpy as np
 
 from kosumi.errors import KosumiError
+from kosumi.go.coords import MAX_SIZE, MIN_SIZE
+from kosumi.nets.checkpoint import Checkpoint
+from kosumi.nets.config import NetConfig
 from kosumi.nets.katago_desc import (
     INPUT_FEATURES,
     SUPPORTED_VERSIONS,
@@ -263,7 +268,7 @@ def _read_matbias(s: _Stream, expect: int | None = None, role: str = "bias") -> 
     return MatBiasDesc(name, c, s.floats(c, name, "bias"))
 
 
-def _read_block(s: _Stream, version: int, trunk_c: int) -> BlockDesc:
+def _read_block(s: _Stream, version: int, trunk_c: int, widths: dict[str, int]) -> BlockDesc:
     kind_tok = s.name("", "a residual block kind")
     if kind_tok not in ("ordinary_block", "gpool_block"):
         raise s.fail("", f"unknown block kind {kind_tok!r} (version {version} nets have "
@@ -272,13 +277,15 @@ def _read_block(s: _Stream, version: int, trunk_c: int) -> BlockDesc:
     pre_bn = _read_bn(s, trunk_c, f"block {name} pre-activation batch norm")
     _read_act(s, version)
     if kind_tok == "ordinary_block":
-        conv1 = _read_conv(s, trunk_c, None, f"block {name} first conv")
+        # KataGo: an ordinary block's regular conv outputs midNumChannels
+        conv1 = _read_conv(s, trunk_c, widths["mid"], f"block {name} first conv")
         mid_bn = _read_bn(s, conv1.oc, f"block {name} middle batch norm")
         _read_act(s, version)
         conv2 = _read_conv(s, conv1.oc, trunk_c, f"block {name} second conv")
         return BlockDesc("ordinary", name, pre_bn, conv1, mid_bn, conv2)
-    conv1 = _read_conv(s, trunk_c, None, f"block {name} regular conv")
-    gconv = _read_conv(s, trunk_c, None, f"block {name} gpool conv")
+    # a gpool block's regular conv outputs regularNumChannels, its gpool conv gpoolNumChannels
+    conv1 = _read_conv(s, trunk_c, widths["regular"], f"block {name} regular conv")
+    gconv = _read_conv(s, trunk_c, widths["gpool"], f"block {name} gpool conv")
     gbn = _read_bn(s, gconv.oc, f"block {name} gpool batch norm")
     _read_act(s, version)
     gmul = _read_matmul(s, 3 * gconv.oc, conv1.oc, f"block {name} gpool-to-bias matmul")
@@ -356,11 +363,15 @@ def parse_katago(data: bytes, path: str = "<memory>", gzipped: bool = False) -> 
     trunk_c = s.int(trunk_name, "trunk channels", 1, MAX_CHANNELS)
     mid_c = s.int(trunk_name, "mid channels", 1, MAX_CHANNELS)
     regular_c = s.int(trunk_name, "regular channels", 1, MAX_CHANNELS)
-    dilated_c = s.int(trunk_name, "dilated channels", 0, MAX_CHANNELS)
+    dilated_c = s.int(trunk_name, "dilated channels", 1, MAX_CHANNELS)
     gpool_c = s.int(trunk_name, "gpool channels", 1, MAX_CHANNELS)
+    if mid_c != regular_c + dilated_c:  # KataGo refuses such a trunk, and so do we
+        raise s.fail(trunk_name, f"midNumChannels ({mid_c}) != regularNumChannels ({regular_c}) "
+                                 f"+ dilatedNumChannels ({dilated_c})")
+    widths = {"mid": mid_c, "regular": regular_c, "gpool": gpool_c}
     init_conv = _read_conv(s, n_in, trunk_c, "initial conv")
     init_mm = _read_matmul(s, n_glob, trunk_c, "initial global matmul")
-    blocks = [_read_block(s, version, trunk_c) for _ in range(num_blocks)]
+    blocks = [_read_block(s, version, trunk_c, widths) for _ in range(num_blocks)]
     tip_bn = _read_bn(s, trunk_c, "trunk tip batch norm")
     _read_act(s, version)
 
@@ -479,3 +490,83 @@ def describe_desc(desc: KataGoModelDesc) -> dict[str, Any]:
         },
         "board_sizes": list(range(2, 20)),
     }
+
+
+# ================================================================================ as a kosumi net
+def katago_config(desc: KataGoModelDesc) -> NetConfig:
+    """The ``NetConfig`` (head ``katago``) of a parsed model: its layout and outputs."""
+    return NetConfig(
+        arch=desc.arch(), features=desc.features, head="katago",
+        board_sizes=list(range(MIN_SIZE, MAX_SIZE + 1)), value="wdl",
+        score_lead=True, ownership=True, policy_channels=desc.p1_conv.oc,
+        value_channels=desc.v1_conv.oc, value_hidden=desc.v2_mul.oc,
+        katago={
+            "model_version": desc.version, "name": desc.name,
+            "mid_channels": desc.mid_channels, "regular_channels": desc.regular_channels,
+            "dilated_channels": desc.dilated_channels, "gpool_channels": desc.gpool_channels,
+            "policy_gpool_channels": desc.g1_conv.oc, "initial_kernel": desc.initial_conv.ky,
+            "blocks": [b.kind for b in desc.blocks],
+        },
+        provenance={"source": "KataGo model", "katago_name": desc.name},
+    )
+
+
+def _affine(out: dict[str, np.ndarray], name: str, bn: BNDesc) -> None:
+    scale, bias = bn.merged()
+    out[f"{name}.scale"] = scale
+    out[f"{name}.bias"] = bias
+
+
+def _conv_weight(desc: KataGoModelDesc, conv: ConvDesc, k: int) -> np.ndarray:
+    if (conv.ky, conv.kx) != (k, k) or (conv.dil_y, conv.dil_x) != (1, 1):
+        raise KosumiError(f"{desc.path}: KataGo layer {conv.name}: a {conv.ky}x{conv.kx} "
+                          f"convolution with dilation {conv.dil_y}x{conv.dil_x}; kosumi runs "
+                          f"{k}x{k} undilated convolutions there")
+    return conv.weight
+
+
+def katago_tensors(desc: KataGoModelDesc) -> dict[str, np.ndarray]:
+    """The tensors of a parsed model, named as ``kosumi.nets.katago_net.KataGoNet`` names them
+    (float32, PyTorch layouts; each batch norm as its exact per-channel ``scale``/``bias``)."""
+    t: dict[str, np.ndarray] = {}
+    k0 = desc.initial_conv.ky
+    t["conv1.weight"] = _conv_weight(desc, desc.initial_conv, k0)
+    t["global_in.weight"] = np.ascontiguousarray(desc.initial_matmul.weight.T)
+    for i, b in enumerate(desc.blocks):
+        p = f"blocks.{i}"
+        _affine(t, f"{p}.pre", b.pre_bn)
+        t[f"{p}.conv1.weight"] = _conv_weight(desc, b.conv1, 3)
+        if b.kind == "gpool":
+            assert b.gpool_conv is not None and b.gpool_bn is not None and b.gpool_mul is not None
+            t[f"{p}.gconv.weight"] = _conv_weight(desc, b.gpool_conv, 3)
+            _affine(t, f"{p}.gbn", b.gpool_bn)
+            t[f"{p}.gmul.weight"] = np.ascontiguousarray(b.gpool_mul.weight.T)
+        _affine(t, f"{p}.mid", b.mid_bn)
+        t[f"{p}.conv2.weight"] = _conv_weight(desc, b.conv2, 3)
+    _affine(t, "tip", desc.trunk_tip_bn)
+    t["p1.weight"] = _conv_weight(desc, desc.p1_conv, 1)
+    t["g1.weight"] = _conv_weight(desc, desc.g1_conv, 1)
+    _affine(t, "g1_bn", desc.g1_bn)
+    t["g1_bias.weight"] = np.ascontiguousarray(desc.g1_to_bias.weight.T)
+    _affine(t, "p1_bn", desc.p1_bn)
+    t["p2.weight"] = _conv_weight(desc, desc.p2_conv, 1)
+    t["g1_pass.weight"] = np.ascontiguousarray(desc.g1_to_pass.weight.T)
+    t["v1.weight"] = _conv_weight(desc, desc.v1_conv, 1)
+    _affine(t, "v1_bn", desc.v1_bn)
+    for name, mm, bias in (("v2", desc.v2_mul, desc.v2_bias), ("v3", desc.v3_mul, desc.v3_bias),
+                           ("sv3", desc.sv3_mul, desc.sv3_bias)):
+        t[f"{name}.weight"] = np.ascontiguousarray(mm.weight.T)
+        t[f"{name}.bias"] = bias.bias
+    t["own.weight"] = _conv_weight(desc, desc.ownership_conv, 1)
+    return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in t.items()}
+
+
+def katago_checkpoint(desc: KataGoModelDesc) -> Checkpoint:
+    """A parsed KataGo model as a kosumi net in memory: (config, tensors)."""
+    return Checkpoint(config=katago_config(desc), tensors=katago_tensors(desc),
+                      metadata={"source": os.path.basename(desc.path)})
+
+
+def read_katago_model(path: str | os.PathLike) -> Checkpoint:
+    """Read a KataGo model file as (config, tensors). Raises KosumiError on a bad file."""
+    return katago_checkpoint(read_katago(path))

@@ -29,9 +29,9 @@ line), so reading and writing again gives the same numbers. Its mapping onto a k
     bn means / variances        <-> ``<bn>.running_mean`` (times gamma) / ``running_var``
     fc layers                   <-> ``policy_fc``, ``value_fc1``, ``value_fc2`` (same order)
 
-A version-2 file's value is Black's: the tensors are the same, and whoever runs the net turns the
-value to the side to move's (``kosumi.runtime.leelaz_evaluator``); a kosumi checkpoint cannot
-hold a version-2 net, so ``to_checkpoint`` refuses one.
+A version-2 file's value is Black's: the tensors are the same, and the config says so
+(``value_view`` "black"), so that whoever runs the net turns the value to the side to move's
+(``runtime.NetEvaluator``, for every backend) and a writer keeps version 2.
 
 Public API (numpy only, no torch):
 
@@ -42,6 +42,8 @@ Public API (numpy only, no torch):
 ``leelaz_bytes(weights, gzipped) -> bytes``         the file's bytes
 ``LeelaZeroWeights.from_state_dict(tensors, config)``  an ``lz``-head kosumi net -> weights
 ``LeelaZeroWeights.to_checkpoint()``                 weights -> a kosumi ``Checkpoint``
+``read_leelaz_model(path) -> Checkpoint``            a file as (config, tensors)
+``write_leelaz_model(checkpoint, out) -> str``       an lz-head net -> a file (export)
 ``sniff_leelaz(head) / is_leelaz_file(path)``        cheap content check (for format detection)
 ``describe_leelaz(path) -> dict``                    what ``kosumi inspect`` shows
 ``LEELAZ_TO_KOSUMI_SYMMETRY``                        leelaz's symmetry n as a kosumi symmetry
@@ -149,11 +151,14 @@ def _fc_layers(blocks: int) -> dict[int, str]:
             head + 12: "value_fc2.weight", head + 13: "value_fc2.bias"}
 
 
-def lz_config(blocks: int, channels: int, provenance: dict[str, Any] | None = None) -> NetConfig:
-    """The kosumi ``NetConfig`` of a Leela Zero net of this size."""
+def lz_config(blocks: int, channels: int, provenance: dict[str, Any] | None = None,
+              version: int = 1) -> NetConfig:
+    """The kosumi ``NetConfig`` of a Leela Zero net of this size (``version`` 2: the value is
+    Black's, ``value_view`` "black")."""
     return NetConfig(arch=f"b{blocks}c{channels}", features="lz18", head="lz",
                      board_sizes=[LZ_BOARD_SIZE], value="tanh", score_lead=False,
-                     ownership=False, provenance=dict(provenance or {}))
+                     ownership=False, provenance=dict(provenance or {}),
+                     value_view="black" if version == 2 else "side_to_move")
 
 
 def _is_variance(spec: LayerSpec) -> bool:
@@ -190,7 +195,8 @@ class LeelaZeroWeights:
     def config(self) -> NetConfig:
         """The kosumi config of the equivalent ``lz``-head net."""
         return lz_config(self.blocks, self.channels,
-                         {"converted_from": "leela-zero", "leelaz_version": self.version})
+                         {"converted_from": "leela-zero", "leelaz_version": self.version},
+                         version=self.version)
 
     @property
     def num_parameters(self) -> int:
@@ -240,13 +246,10 @@ class LeelaZeroWeights:
         return out
 
     def to_checkpoint(self) -> Any:
-        """A kosumi ``Checkpoint`` (config + tensors) of this net. Version 2 is refused: a kosumi
-        net's value is always the side to move's, and Black's cannot be converted exactly."""
+        """A kosumi ``Checkpoint`` (config + tensors) of this net (a version-2 net's config has
+        ``value_view`` "black")."""
         from kosumi.nets.checkpoint import Checkpoint
 
-        if self.version != 1:
-            raise KosumiError(f"{self.source}: a version-{self.version} Leela Zero net (value "
-                              "from Black's view) cannot be stored as a kosumi checkpoint")
         return Checkpoint(config=self.config, tensors=self.state_dict(),
                           metadata={"source": os.path.basename(self.source)})
 
@@ -527,3 +530,22 @@ def describe_weights(weights: LeelaZeroWeights) -> dict[str, Any]:
 def describe_leelaz(path: str | os.PathLike) -> dict[str, Any]:
     """Read and describe a Leela Zero weights file. Raises KosumiError on a bad file."""
     return describe_weights(read_leelaz(path))
+
+
+# ---------------------------------------------------------------------------- as a kosumi net
+def read_leelaz_model(path: str | os.PathLike) -> Any:
+    """A Leela Zero file as a kosumi net in memory: ``Checkpoint(config, tensors)``."""
+    return read_leelaz(path).to_checkpoint()
+
+
+def write_leelaz_model(checkpoint: Any, out: str | os.PathLike, source: str = "net",
+                       **_: Any) -> str:
+    """Write an ``lz``-head net (``Checkpoint``) as Leela Zero weights (version 2 when its
+    value is Black's, else 1); gzip when ``out`` ends in ``.gz``. Returns a summary line."""
+    version = 2 if checkpoint.config.value_view == "black" else 1
+    weights = LeelaZeroWeights.from_state_dict(checkpoint.tensors, checkpoint.config,
+                                               version=version, source=source)
+    nbytes = write_leelaz(out, weights)
+    gz = ", gzip" if str(out).lower().endswith(".gz") else ""
+    return (f"wrote {out}: Leela Zero weights v{weights.version}{gz}, {weights.arch}, "
+            f"{weights.num_parameters:,} parameters, {nbytes:,} bytes")

@@ -4,31 +4,24 @@ Importing this package never imports torch (or any other heavy backend): backend
 when a model asks for them.
 """
 
-from kosumi.runtime.backend import BACKENDS, Backend, register_backend
+from kosumi.runtime.backend import BACKENDS, Backend, BackendInfo, register_backend
 from kosumi.runtime.evaluator import CachedEvaluator, Evaluation, Evaluator, UniformEvaluator
-from kosumi.runtime.loader import (
-    MODEL_FORMATS,
-    LoadOptions,
-    ModelFormat,
-    detect_format,
-    load_evaluator,
-    register_model_format,
-)
+from kosumi.runtime.loader import detect_format, load_evaluator, open_evaluator
 from kosumi.runtime.net_evaluator import NetEvaluator
+from kosumi.runtime.options import LoadOptions
 
 __all__ = [
     "BACKENDS",
-    "MODEL_FORMATS",
     "Backend",
+    "BackendInfo",
     "CachedEvaluator",
     "Evaluation",
     "Evaluator",
     "LoadOptions",
-    "ModelFormat",
     "NetEvaluator",
     "UniformEvaluator",
     "detect_format",
     "load_evaluator",
+    "open_evaluator",
     "register_backend",
-    "register_model_format",
 ]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kosumi.errors import KosumiError
-from kosumi.go.board import GameState, IllegalMove, Rules
+from kosumi.go.board import GameState, IllegalMove, Rules, default_komi
 from kosumi.go.coords import (
     COLOR_NAMES,
     PASS,
@@ -110,9 +110,10 @@ def parse_move_text(text: str) -> list[tuple[str | None, str]]:
     return out
 
 
-def position_from_moves(text: str, size: int = 19, komi: float = 7.5,
+def position_from_moves(text: str, size: int = 19, komi: float | None = None,
                         rules: str = "chinese") -> Position:
     size = _size(size, "--size")
+    komi = default_komi(size) if komi is None else komi
     return Position(play_moves(size, komi, parse_move_text(text), "--moves", _rules(rules,
                                                                                    "--rules")))
 
@@ -152,7 +153,7 @@ def position_from_json(line: str, where: str, rules: str = "chinese") -> Positio
         if name not in obj:
             raise KosumiError(f"{where}: field {name!r} is missing")
     size = _size(obj["board_size"], f"{where}: field 'board_size'")
-    komi = _komi(obj.get("komi", 7.5), f"{where}: field 'komi'")
+    komi = _komi(obj.get("komi", default_komi(size)), f"{where}: field 'komi'")
     moves = obj["moves"]
     if not isinstance(moves, list):
         raise KosumiError(f"{where}: field 'moves' must be a list of [colour, vertex]")

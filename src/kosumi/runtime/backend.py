@@ -2,29 +2,41 @@
 
 A backend takes the arrays of the net's feature set (``planes`` float32 [B, C, N, N],
 ``globals`` float32 [B, G] or None; one board size per call) and returns the network's RAW
-outputs as float32 numpy arrays, exactly as ``KosumiNet.forward`` defines them:
+outputs as float32 numpy arrays, named as the net defines them:
 
-    policy [B, N*N+1] logits (kosumi order), value [B, 3] wdl logits or [B, 1] pre-tanh,
-    optional score_lead [B] (points), optional ownership [B, N*N] (pre-tanh)
+    policy     [B, N*N+1] logits (kosumi order: row-major from the top-left point, then pass)
+    value      [B, 3] win/loss/noResult logits ("wdl") or [B, 1] pre-tanh value ("tanh")
+    score_lead [B] points (kosumi nets with a score output)
+    ownership  [B, N*N] pre-tanh
+    score      [B, 4] KataGo's raw score outputs (katago head only; see nets.katago_net)
 
-Everything else (features, masking, softmax, perspective, symmetries) is ``NetEvaluator``'s job,
-done once for every backend. Backends register by name with a lazily imported factory, so that
-``import kosumi.runtime`` never imports torch, onnxruntime or tensorrt.
+Everything else (features, masking, softmax, perspective, symmetries, KataGo's score and
+no-result rules) is ``NetEvaluator``'s job, done once for every backend.
+
+Backends register in ``BACKENDS`` with a lazily imported factory, so that ``import
+kosumi.runtime`` never imports torch, onnxruntime or tensorrt. A factory is called as
+``factory(config, source, options)``: ``config`` the ``NetConfig``, ``source`` either the net's
+tensors (a dict of numpy arrays: any net kosumi reads) or the ``Path`` of a file the backend runs
+natively (``.onnx`` for onnxruntime, a kosumi TensorRT ``.plan``), ``options`` the
+``LoadOptions``. ``make_backend`` resolves ``auto`` and says clearly when a backend is not
+installed.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from kosumi.errors import KosumiError
 from kosumi.lazy import resolve
-
-if TYPE_CHECKING:
-    from kosumi.nets.checkpoint import Checkpoint
+from kosumi.nets.config import NetConfig
+from kosumi.runtime.options import LoadOptions
 
 
 class Backend(ABC):
@@ -40,27 +52,122 @@ class Backend(ABC):
         """Release resources (sessions, device memory)."""
 
 
-#: backend name -> "module:factory"; a factory is called as
-#: ``factory(checkpoint, path=..., threads=..., device=...) -> Backend``
-BACKENDS: dict[str, str | Callable[..., Backend]] = {
-    "torch": "kosumi.runtime.torch_backend:from_checkpoint",
-}
+@dataclass(frozen=True)
+class BackendInfo:
+    """A registered backend: its factory, what it needs installed, what it runs."""
+
+    name: str
+    factory: str | Callable[..., Backend]
+    requires: tuple[str, ...] = ()  # Python modules that must be importable
+    extra: str = ""  # the pip extra that installs them
+    nets: bool = True  # runs any net from its tensors (kosumi, KataGo, Leela Zero)
+    files: tuple[str, ...] = ()  # model formats it runs natively (nets.formats names)
+    devices: tuple[str, ...] = ("cpu",)  # "cpu", "cuda"
+
+    def installed(self) -> bool:
+        return all(importlib.util.find_spec(m) is not None for m in self.requires)
+
+    def not_installed(self) -> str:
+        return (f"backend {self.name!r} is not installed (pip install 'kosumi[{self.extra}]')"
+                if self.extra else f"backend {self.name!r} is not installed")
 
 
-def register_backend(name: str, factory: str | Callable[..., Backend]) -> None:
-    """Register (or replace) a backend: a callable or a lazy ``"module:function"`` string."""
-    BACKENDS[name] = factory
+BACKENDS: dict[str, BackendInfo] = {}
 
 
-def backend_factory(name: str) -> Callable[..., Backend]:
-    """The factory of backend ``name`` (imported on first use). KosumiError if unknown."""
-    target = BACKENDS.get(name)
-    if target is None:
-        raise KosumiError(f"unknown backend {name!r} (known: {', '.join(sorted(BACKENDS))})")
-    return resolve(target, f"backend {name!r}")
+def register_backend(info: BackendInfo) -> None:
+    """Register (or replace) a backend."""
+    BACKENDS[info.name] = info
 
 
-def make_backend(name: str, checkpoint: Checkpoint, path: str = "", threads: int = 1,
-                 device: str | None = None) -> Backend:
-    """Build backend ``name`` for a loaded kosumi checkpoint."""
-    return backend_factory(name)(checkpoint, path=path, threads=threads, device=device)
+register_backend(BackendInfo("torch", "kosumi.runtime.torch_backend:open_torch",
+                             requires=("torch",), extra="train", devices=("cpu", "cuda")))
+register_backend(BackendInfo("onnxruntime", "kosumi.runtime.onnxruntime_backend:open_onnxruntime",
+                             requires=("onnxruntime", "onnx"), extra="onnx", files=("onnx",),
+                             devices=("cpu", "cuda")))
+register_backend(BackendInfo("tensorrt", "kosumi.runtime.tensorrt_backend:open_tensorrt",
+                             requires=("tensorrt", "torch"), extra="tensorrt", nets=False,
+                             files=("tensorrt",), devices=("cuda",)))
+register_backend(BackendInfo("numpy", "kosumi.runtime.numpy_backend:open_numpy"))
+
+#: the order ``auto`` tries backends for a net given by its tensors, by device (fastest first;
+#: measured with ``kosumi bench``, see benchmarks/RESULTS.md)
+AUTO_ORDER = {"cpu": ("onnxruntime", "torch", "numpy"), "cuda": ("onnxruntime", "torch")}
+
+
+def backend_info(name: str) -> BackendInfo:
+    info = BACKENDS.get(name)
+    if info is None:
+        raise KosumiError(f"unknown backend {name!r} (known: auto, {', '.join(sorted(BACKENDS))})")
+    return info
+
+
+def cuda_available(backend: str) -> bool:
+    """Can ``backend`` (installed) reach a CUDA device?"""
+    try:
+        if backend == "torch":
+            import torch
+
+            return bool(torch.cuda.is_available())
+        if backend == "onnxruntime":
+            import onnxruntime
+
+            return "CUDAExecutionProvider" in onnxruntime.get_available_providers()
+        if backend == "tensorrt":
+            import torch
+
+            return bool(torch.cuda.is_available())
+    except Exception:  # a broken install counts as no device
+        return False
+    return False
+
+
+def choose_backend(file_format: str, native: bool, options: LoadOptions) -> tuple[str, str]:
+    """``auto``: (backend name, why) for a model of ``file_format`` (``native``: the file is a
+    runtime artefact, e.g. ``.onnx``, that only some backends open)."""
+    device = "cuda" if options.cuda else "cpu"
+    if native:
+        for info in BACKENDS.values():
+            if file_format in info.files and info.installed():
+                return info.name, f"the one that runs {file_format} files"
+        names = [i for i in BACKENDS.values() if file_format in i.files]
+        hint = names[0].not_installed() if names else f"no backend runs {file_format} files"
+        raise KosumiError(hint)
+    for name in AUTO_ORDER[device]:
+        info = BACKENDS[name]
+        if info.installed() and (device == "cpu" or cuda_available(name)):
+            return name, f"the fastest installed on {options.device_name}"
+    if device == "cuda":
+        raise KosumiError("--device cuda: no installed backend sees a CUDA device (install "
+                          "onnxruntime-gpu or a CUDA build of torch, and check the driver)")
+    return "numpy", "the only one installed"
+
+
+def make_backend(config: NetConfig, source: dict[str, np.ndarray] | Path, options: LoadOptions,
+                 file_format: str = "") -> Backend:
+    """The backend ``options.backend`` (``auto`` resolved) for a net: ``source`` is its tensors
+    or the path of a file the backend runs natively. KosumiError when the backend is unknown,
+    not installed, cannot run this model, or the device is missing."""
+    native = isinstance(source, Path)
+    name = options.backend
+    if name == "auto":
+        name, _ = choose_backend(file_format, native, options)
+    info = backend_info(name)
+    if not info.installed():
+        raise KosumiError(info.not_installed())
+    if native and file_format not in info.files:
+        runs = [i.name for i in BACKENDS.values() if file_format in i.files]
+        raise KosumiError(f"{source}: the {name} backend cannot run {file_format} files "
+                          f"(use --backend {' or '.join(runs) or 'auto'})")
+    if not native and not info.nets:
+        raise KosumiError(f"the {name} backend runs its own engine files only: export the net "
+                          f"first (kosumi export MODEL --format {name} --out NET.plan)")
+    if options.cuda and "cuda" not in info.devices:
+        raise KosumiError(f"the {name} backend runs on the CPU only, not --device "
+                          f"{options.device}")
+    if not options.cuda and "cpu" not in info.devices:
+        raise KosumiError(f"the {name} backend needs a GPU: give --device cuda")
+    if options.cuda and not cuda_available(name):
+        raise KosumiError(f"--device {options.device}: the {name} backend sees no CUDA device")
+    factory: Callable[..., Any] = resolve(info.factory, f"backend {name!r}")
+    return factory(config, source, options)

@@ -18,7 +18,7 @@ from typing import TypeVar
 import numpy as np
 
 from kosumi.go.board import GameState
-from kosumi.go.coords import symmetry_permutation
+from kosumi.go.coords import WHITE, symmetry_permutation
 
 T = TypeVar("T")
 
@@ -96,6 +96,8 @@ class Evaluation:
     ownership  float32 [N*N] in [-1, 1], +1 = the side to move will own the point, if the net has it.
     wdl        float [3]: win, loss, noResult probabilities of the side to move, for nets with a
                three-way value head (KataGo, kosumi ``wdl``); None for a single win probability.
+    score_mean, score_stdev  KataGo nets: the expected final score (points, komi included,
+               times 1 - noResult) and its standard deviation; None for other nets.
     """
 
     policy: np.ndarray
@@ -103,6 +105,31 @@ class Evaluation:
     score_lead: float | None = None
     ownership: np.ndarray | None = None
     wdl: np.ndarray | None = None
+    score_mean: float | None = None
+    score_stdev: float | None = None
+
+    def white_view(self, to_move: int) -> dict[str, float | np.ndarray | None]:
+        """The outputs as KataGo prints them (White's view) for a position with ``to_move`` to
+        play: whiteWin, whiteLoss, noResult, whiteLead, whiteScoreSelfplay,
+        whiteScoreSelfplaySq (mean^2 + stdev^2, times 1 - noResult), whiteOwnership."""
+        white = to_move == WHITE
+        sign = 1.0 if white else -1.0
+        win, loss, nr = (float(x) for x in self.wdl) if self.wdl is not None \
+            else (self.value, 1.0 - self.value, 0.0)
+        keep = 1.0 - nr
+        mean_sq = None
+        if self.score_mean is not None and self.score_stdev is not None:
+            raw_mean = self.score_mean / keep if keep > 0 else 0.0
+            mean_sq = (raw_mean * raw_mean + self.score_stdev ** 2) * keep
+        return {
+            "whiteWin": win if white else loss,
+            "whiteLoss": loss if white else win,
+            "noResult": nr,
+            "whiteLead": None if self.score_lead is None else sign * self.score_lead,
+            "whiteScoreSelfplay": None if self.score_mean is None else sign * self.score_mean,
+            "whiteScoreSelfplaySq": mean_sq,
+            "whiteOwnership": None if self.ownership is None else sign * self.ownership,
+        }
 
 
 class Evaluator(ABC):

@@ -10,8 +10,15 @@ Value conventions (side to move's view):
 
 - ``wdl``: p = softmax(win, loss, noResult); winrate = win + noResult / 2 (a no-result counts as
   half a win, i.e. 0.5 + (win - loss) / 2, KataGo's utility scale mapped to [0, 1]).
-- ``tanh``: winrate = (1 + tanh(v)) / 2 (Leela Zero).
+- ``tanh``: winrate = (1 + tanh(v)) / 2 (Leela Zero). A config with ``value_view`` "black"
+  (Leela Zero version-2 weights) has its raw value negated where White is to move first.
 - ``score_lead`` is in points; ``ownership`` = tanh(raw), +1 = the side to move owns the point.
+
+The ``katago`` head adapter applies KataGo's own post-processing to its raw outputs, the same
+for every backend: without simple ko (positional superko) there is no "no result", so its logit
+is dropped before the softmax; score mean = raw0 * 20, stdev = softplus(raw1) * 20, lead =
+raw2 * 20, mean and lead then multiplied by (1 - noResult) (a no-result scores 0), as KataGo
+reports them.
 
 With ``symmetries=8`` the result is exactly equivariant: evaluating a transformed position gives
 the transformed policy/ownership (up to float rounding) and the same value. ``symmetries=k < 8``
@@ -26,7 +33,8 @@ import numpy as np
 
 from kosumi import accel
 from kosumi.errors import KosumiError
-from kosumi.go.board import GameState
+from kosumi.go.board import KO_SIMPLE, GameState
+from kosumi.go.coords import WHITE
 from kosumi.nets.config import NetConfig
 from kosumi.nets.features import get_feature_set
 from kosumi.runtime.backend import Backend
@@ -57,6 +65,13 @@ def wdl_probabilities(value: np.ndarray) -> np.ndarray:
     v = value.astype(np.float64)
     e = np.exp(v - v.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
+
+
+KATAGO_SCORE_MULT = 20.0  # mean, stdev and lead are predicted / 20
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    return np.logaddexp(0.0, x)
 
 
 def win_probability(value: np.ndarray, kind: str) -> np.ndarray:
@@ -111,6 +126,15 @@ class NetEvaluator(Evaluator):
             to_original_frame(n, syms, logits, own)
         policy = masked_softmax(logits, legal[None])
         raw_value = out["value"].reshape(k, bsz, -1)
+        if self.config.value_view == "black":  # Leela Zero v2: Black's view -> side to move's
+            white = np.array([s.to_move == WHITE for s in states])
+            raw_value = np.where(white[None, :, None], -raw_value, raw_value)
+        katago = self.config.head == "katago"
+        if katago:  # no "no result" without simple ko (KataGo: superko rules)
+            simple = np.array([s.rules.ko == KO_SIMPLE for s in states])
+            if not simple.all():
+                raw_value = raw_value.astype(np.float64)
+                raw_value[:, ~simple, 2] = -np.inf
         # (this runs at every search leaf, where each numpy call on a small array costs
         # microseconds: few calls, no reductions that a Python loop does cheaper)
         wdl = None
@@ -122,6 +146,13 @@ class NetEvaluator(Evaluator):
             value_k = win_probability(raw_value, self.config.value)
         lead = out.get("score_lead")
         lead = None if lead is None else lead.reshape(k, bsz)
+        means = stdevs = None
+        if katago:
+            sc = out["score"].reshape(k, bsz, 4).astype(np.float64)
+            keep = 1.0 - wdl_k[..., 2]
+            lead = sc[..., 2] * KATAGO_SCORE_MULT * keep
+            means = (sc[..., 0] * KATAGO_SCORE_MULT * keep).mean(axis=0).tolist()
+            stdevs = (_softplus(sc[..., 1]) * KATAGO_SCORE_MULT).mean(axis=0).tolist()
         if k == 1:
             policy = policy[0]
             values = value_k[0].tolist()
@@ -140,6 +171,8 @@ class NetEvaluator(Evaluator):
                 score_lead=None if leads is None else leads[i],
                 ownership=None if own is None else own[i],
                 wdl=None if wdl is None else wdl[i],
+                score_mean=None if means is None else means[i],
+                score_stdev=None if stdevs is None else stdevs[i],
             )
             for i in range(bsz)
         ]

@@ -1,15 +1,24 @@
-"""The PyTorch backend: ``KosumiNet.forward`` under ``torch.inference_mode``.
+"""The PyTorch backend: the net's torch module (``KosumiNet`` or ``KataGoNet``) under
+``torch.inference_mode``.
 
-Imported only when the ``torch`` backend is asked for (see ``backend.BACKENDS``).
+Imported only when the ``torch`` backend is asked for (see ``backend.BACKENDS``). On the CPU,
+KataGo nets run with channels-last activations (about 15% faster convolutions, the same results
+up to float rounding). ``precision`` fp16 runs the module in half precision (CUDA only: the CPU
+has no fast fp16 convolutions).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import torch
 
+from kosumi.errors import KosumiError
 from kosumi.nets.checkpoint import Checkpoint, build_net
+from kosumi.nets.config import NetConfig
 from kosumi.runtime.backend import Backend
+from kosumi.runtime.options import LoadOptions
 
 
 class TorchBackend(Backend):
@@ -21,24 +30,41 @@ class TorchBackend(Backend):
 
     name = "torch"
 
-    def __init__(self, net: torch.nn.Module, threads: int = 1, device: str | None = None):
+    def __init__(self, net: torch.nn.Module, threads: int = 1, device: str | None = None,
+                 channels_last: bool = False, half: bool = False):
         if threads and threads > 0:
             torch.set_num_threads(int(threads))
         self.device = torch.device(device or "cpu")
-        self.net = net.to(self.device).eval()
+        self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
+        self.dtype = torch.float16 if half else torch.float32
+        self.net = net.to(self.device, dtype=self.dtype, memory_format=self.memory_format).eval()
 
     def forward(self, planes: np.ndarray, globals: np.ndarray | None) -> dict[str, np.ndarray]:
         with torch.inference_mode():
-            x = torch.from_numpy(np.ascontiguousarray(planes, dtype=np.float32)).to(self.device)
+            x = torch.from_numpy(np.ascontiguousarray(planes, dtype=np.float32)).to(
+                self.device, dtype=self.dtype, memory_format=self.memory_format)
             g = None
             if globals is not None:
                 g = torch.from_numpy(np.ascontiguousarray(globals, dtype=np.float32)).to(
-                    self.device)
+                    self.device, dtype=self.dtype)
             out = self.net(x, g)
             return {k: v.float().cpu().numpy() for k, v in out.items()}
 
 
-def from_checkpoint(checkpoint: Checkpoint, path: str = "", threads: int = 1,
-                    device: str | None = None) -> TorchBackend:
+def open_torch(config: NetConfig, source: dict[str, np.ndarray] | Path,
+               options: LoadOptions) -> TorchBackend:
     """The backend factory registered as ``torch``."""
-    return TorchBackend(build_net(checkpoint, path), threads=threads, device=device)
+    if isinstance(source, Path):
+        raise KosumiError(f"{source}: the torch backend runs kosumi, KataGo and Leela Zero nets, "
+                          "not this file")
+    if options.precision == "int8":
+        raise KosumiError("the torch backend runs fp32 and fp16 nets, not int8")
+    half = options.precision == "fp16"
+    if half and not options.cuda:
+        raise KosumiError("the torch backend runs fp16 on CUDA only (give --device cuda, or "
+                          "--backend onnxruntime)")
+    net = build_net(Checkpoint(config=config, tensors=source), config.provenance.get(
+        "source", "model"))
+    katago = config.family == "katago"
+    return TorchBackend(net, threads=options.threads, device=options.device,
+                        channels_last=katago and not options.cuda, half=half)

@@ -1,0 +1,299 @@
+"""ONNX: any net kosumi runs as an ONNX model with kosumi metadata, and such files read back.
+
+``onnx_model(config, tensors, precision)`` builds the model from the net's inference graph
+(``nets.graph``) over its folded tensors (``nets.fold``: no BatchNorm is left), node by node with
+``onnx.helper`` -- no torch, no tracing. The file is the contract every ONNX consumer sees:
+
+- opset ``OPSET`` (17), IR version 8, producer ``kosumi``;
+- inputs ``planes`` float32 [batch, C, size, size] and, when the feature set has global inputs,
+  ``globals`` float32 [batch, G]; ``batch`` is dynamic, and so is ``size`` for every head but
+  ``lz`` (19x19 only): one file serves every board size of the config;
+- outputs named as the backend contract names them (``runtime.backend``): ``policy`` [batch,
+  size*size+1] logits, ``value`` [batch, 3] wdl logits or [batch, 1] pre-tanh, ``score_lead``
+  [batch] and ``ownership`` [batch, size*size] (kosumi nets that have them); KataGo nets give
+  ``policy``, ``value``, ``ownership`` and ``score`` [batch, 4] (raw: score mean/20,
+  pre-softplus stdev/20, lead/20, pre-softplus time-left variance/40) instead of ``score_lead``;
+- ``precision`` fp16: fp16 weights and compute; the inputs and outputs stay float32 (a Cast at
+  each end), so callers never change;
+- ``metadata_props``: ``kosumi_format`` = ``kosumi-onnx``, ``kosumi_config`` (the config JSON:
+  features, head, board sizes, value kind, provenance), ``kosumi_precision``,
+  ``kosumi_exporter`` (the exporter's version) and ``kosumi_source_sha256`` (of the tensors).
+
+Pools use ReduceMean over the board, which equals KataGo's sum / on-board area because kosumi
+always runs a net at the board's exact size (and is safer in fp16 than a sum).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kosumi.errors import KosumiError
+from kosumi.nets.checkpoint import Checkpoint
+from kosumi.nets.config import NetConfig
+from kosumi.nets.fold import fold_batchnorm
+from kosumi.nets.graph import Graph, Node, inference_graph
+
+OPSET = 17
+IR_VERSION = 8
+ONNX_FORMAT = "kosumi-onnx"
+EXPORTER_VERSION = "1"
+PRODUCER = "kosumi"
+PRECISIONS = ("fp32", "fp16")
+META_FORMAT, META_CONFIG, META_PRECISION = "kosumi_format", "kosumi_config", "kosumi_precision"
+META_EXPORTER, META_SOURCE = "kosumi_exporter", "kosumi_source_sha256"
+
+
+def tensors_sha256(config: NetConfig, tensors: dict[str, np.ndarray]) -> str:
+    """A content hash of a net: its config JSON and every tensor's name, type, shape and bytes."""
+    h = hashlib.sha256(config.to_json().encode())
+    for name in sorted(tensors):
+        a = np.ascontiguousarray(tensors[name])
+        h.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+class _OnnxBuilder:
+    """Translates graph nodes into ONNX nodes (see the module docstring)."""
+
+    def __init__(self, graph: Graph, t: dict[str, np.ndarray], half: bool):
+        from onnx import TensorProto, helper, numpy_helper
+
+        self.helper, self.numpy_helper, self.TP = helper, numpy_helper, TensorProto
+        self.graph, self.t = graph, t
+        self.dtype = np.float16 if half else np.float32
+        self.elem = TensorProto.FLOAT16 if half else TensorProto.FLOAT
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
+        self.names: set[str] = set()
+        self.count = 0
+
+    def const(self, name: str, value: Any, dtype: Any = None) -> str:
+        if name not in self.names:
+            arr = np.asarray(value, dtype=dtype or self.dtype)
+            self.inits.append(self.numpy_helper.from_array(arr, name))
+            self.names.add(name)
+        return name
+
+    def op(self, op_type: str, inputs: list[str], output: str | None = None, **attrs: Any) -> str:
+        self.count += 1
+        out = output or f"t{self.count}"
+        self.nodes.append(self.helper.make_node(op_type, inputs, [out], name=f"n{self.count}",
+                                                **attrs))
+        return out
+
+    def pooled_mean(self, x: str) -> str:
+        return self.op("ReduceMean", [x], axes=[2, 3], keepdims=0)
+
+    def node(self, n: Node, xs: list[str]) -> str:
+        t, op = self.t, n.op
+        if op == "conv":
+            w = self.const(f"{n.name}.weight", t[f"{n.name}.weight"])
+            b = self.const(f"{n.name}.bias", t[f"{n.name}.bias"])
+            k = int(t[f"{n.name}.weight"].shape[2])
+            return self.op("Conv", [xs[0], w, b], kernel_shape=[k, k], pads=[k // 2] * 4)
+        if op == "linear":
+            w = self.const(f"{n.name}.weight", t[f"{n.name}.weight"])
+            b = self.const(f"{n.name}.bias", t[f"{n.name}.bias"])
+            return self.op("Gemm", [xs[0], w, b], transB=1)
+        if op == "relu":
+            return self.op("Relu", xs)
+        if op == "add":
+            return self.op("Add", xs)
+        if op == "add_bias":
+            axes = self.const("axes_2_3", [2, 3], np.int64)
+            return self.op("Add", [xs[0], self.op("Unsqueeze", [xs[1], axes])])
+        if op == "affine":
+            c = t[f"{n.name}.scale"].size
+            s = self.const(f"{n.name}.scale", t[f"{n.name}.scale"].reshape(1, c, 1, 1))
+            b = self.const(f"{n.name}.bias", t[f"{n.name}.bias"].reshape(1, c, 1, 1))
+            return self.op("Add", [self.op("Mul", [xs[0], s]), b])
+        if op == "mean_max":
+            mx = self.op("ReduceMax", [xs[0]], axes=[2, 3], keepdims=0)
+            return self.op("Concat", [self.pooled_mean(xs[0]), mx], axis=1)
+        if op == "area":
+            starts, ends = self.const("zero_1", [0], np.int64), self.const("one_1", [1], np.int64)
+            plane0 = self.op("Slice", [xs[0], starts, ends, self.const("axis_1", [1], np.int64)])
+            return self.op("ReduceSum", [plane0, self.const("axes_2_3", [2, 3], np.int64)],
+                           keepdims=0)
+        if op in ("kata_gpool", "kata_vpool"):
+            x, area = xs
+            mean = self.pooled_mean(x)
+            off = self.op("Sub", [self.op("Sqrt", [area]), self.const("c14", 14.0)])
+            second = self.op("Mul", [mean, self.op("Div", [off, self.const("c10", 10.0)])])
+            if op == "kata_gpool":
+                third = self.op("ReduceMax", [x], axes=[2, 3], keepdims=0)
+            else:
+                q = self.op("Div", [self.op("Mul", [off, off]), self.const("c100", 100.0)])
+                third = self.op("Mul", [mean, self.op("Sub", [q, self.const("c0_1", 0.1)])])
+            return self.op("Concat", [mean, second, third], axis=1)
+        if op == "flatten":
+            return self.op("Flatten", xs, axis=1)
+        if op == "concat":
+            return self.op("Concat", xs, axis=1)
+        if op == "squeeze":
+            return self.op("Squeeze", [xs[0], self.const("axis_1", [1], np.int64)])
+        raise KosumiError(f"ONNX export: unknown op {op!r} in layer {n.name}")
+
+
+def _output_dims(name: str, config: NetConfig, size: str | int) -> list[str | int]:
+    points = "points" if isinstance(size, str) else size * size
+    moves = "moves" if isinstance(size, str) else size * size + 1
+    return {"policy": ["batch", moves], "value": ["batch", config.value_outputs],
+            "score_lead": ["batch"], "ownership": ["batch", points],
+            "score": ["batch", 4]}[name]
+
+
+def onnx_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: str = "fp32",
+               source_sha256: str | None = None) -> Any:
+    """The ONNX ``ModelProto`` of a net (see the module docstring). Needs the ``onnx`` package;
+    KosumiError if it is missing or the precision unknown."""
+    try:
+        import onnx
+        from onnx import helper
+    except ImportError:
+        raise KosumiError("ONNX export needs the onnx package (pip install 'kosumi[onnx]')") \
+            from None
+    if precision not in PRECISIONS:
+        raise KosumiError(f"ONNX precision {precision!r} is not one of {', '.join(PRECISIONS)} "
+                          "(int8 ONNX comes from a quantized net)")
+    graph = inference_graph(config)
+    folded = fold_batchnorm(config, tensors)
+    half = precision == "fp16"
+    b = _OnnxBuilder(graph, {k: v.astype(np.float16 if half else np.float32)
+                             for k, v in folded.items()}, half)
+    size: str | int = graph.fixed_size or "size"
+    fl = b.TP.FLOAT
+    inputs = [helper.make_tensor_value_info("planes", fl, ["batch", graph.num_planes, size, size])]
+    values = {"planes": b.op("Cast", ["planes"], to=b.elem) if half else "planes"}
+    if graph.has_globals:
+        inputs.append(helper.make_tensor_value_info("globals", fl, ["batch", graph.num_globals]))
+        values["globals"] = b.op("Cast", ["globals"], to=b.elem) if half else "globals"
+    for n in graph.nodes:
+        values[n.output] = b.node(n, [values[x] for x in n.inputs])
+    outputs = []
+    for key, value in graph.outputs.items():
+        if half:
+            b.op("Cast", [values[value]], output=key, to=fl)
+        else:
+            b.op("Identity", [values[value]], output=key)
+        outputs.append(helper.make_tensor_value_info(key, fl, _output_dims(key, config, size)))
+    g = helper.make_graph(b.nodes, f"kosumi-{config.arch}-{config.head}", inputs, outputs,
+                          initializer=b.inits)
+    model = helper.make_model(g, producer_name=PRODUCER, producer_version=EXPORTER_VERSION,
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    meta = {META_FORMAT: ONNX_FORMAT, META_CONFIG: config.to_json(), META_PRECISION: precision,
+            META_EXPORTER: EXPORTER_VERSION,
+            META_SOURCE: source_sha256 or tensors_sha256(config, tensors)}
+    onnx.helper.set_model_props(model, meta)
+    return model
+
+
+def onnx_bytes(config: NetConfig, tensors: dict[str, np.ndarray], precision: str = "fp32",
+               check: bool = True) -> bytes:
+    """The serialized model, checked with ``onnx.checker`` (full check) when ``check``."""
+    import onnx
+
+    model = onnx_model(config, tensors, precision)
+    if check:
+        onnx.checker.check_model(model, full_check=True)
+    return model.SerializeToString()
+
+
+def write_onnx_model(checkpoint: Checkpoint, out: str | os.PathLike, precision: str = "fp32",
+                     source: str = "net", **_: Any) -> str:
+    """``kosumi export --format onnx``: write the net as ONNX atomically; a summary line."""
+    from kosumi.fileio import atomic_write, output_errors
+
+    data = onnx_bytes(checkpoint.config, checkpoint.tensors, precision)
+    with output_errors(out):
+        atomic_write(out, data)
+    dyn = "19x19" if checkpoint.config.head == "lz" else "dynamic board size"
+    return (f"wrote {out}: ONNX opset {OPSET}, {precision}, {checkpoint.config.arch} "
+            f"{checkpoint.config.head} head, dynamic batch, {dyn}, {len(data):,} bytes")
+
+
+# ---------------------------------------------------------------------------- reading
+def sniff_onnx(path: Path, head: bytes) -> bool:
+    """An ``.onnx`` name, or a protobuf ModelProto whose producer is kosumi."""
+    if str(path).lower().endswith(".onnx"):
+        return True
+    return head[:1] == b"\x08" and b"\x12\x06" + PRODUCER.encode() in head[:32]
+
+
+def _load_meta(path: Path) -> tuple[dict[str, str], Any]:
+    """(metadata_props, the ModelProto or None) of an ONNX file; KosumiError if corrupt."""
+    try:
+        import onnx
+    except ImportError:
+        onnx = None
+    if onnx is not None:
+        try:
+            model = onnx.load(str(path), load_external_data=False)
+        except OSError as e:
+            raise KosumiError(f"{path}: cannot read ({e.strerror or e})") from None
+        except Exception as e:  # protobuf's DecodeError and friends
+            raise KosumiError(f"{path}: corrupt ONNX file ({type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else 'cannot parse'})") from None
+        if not model.graph.node:
+            raise KosumiError(f"{path}: corrupt ONNX file (no graph)")
+        return {p.key: p.value for p in model.metadata_props}, model
+    try:  # a bare install with onnxruntime but without onnx
+        import onnxruntime as ort
+
+        sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except ImportError:
+        raise KosumiError(f"{path}: reading ONNX files needs onnx or onnxruntime "
+                          "(pip install 'kosumi[onnx]')") from None
+    except Exception as e:
+        raise KosumiError(f"{path}: corrupt ONNX file ({str(e).splitlines()[0]})") from None
+    return dict(sess.get_modelmeta().custom_metadata_map), None
+
+
+def read_onnx_model(path: str | os.PathLike) -> Checkpoint:
+    """An ONNX file's kosumi config (no tensors: the file runs as it is). KosumiError for a
+    corrupt file or one without kosumi metadata."""
+    path = Path(path)
+    meta, _ = _load_meta(path)
+    if META_CONFIG not in meta:
+        raise KosumiError(f"{path}: an ONNX model without kosumi metadata (metadata_props "
+                          f"{META_CONFIG!r}); kosumi runs the ONNX files it exports (kosumi export "
+                          "MODEL --format onnx)")
+    config = NetConfig.from_json(meta[META_CONFIG], source=f"{path}: metadata {META_CONFIG}")
+    return Checkpoint(config=config, tensors={}, metadata=meta)
+
+
+def describe_onnx(path: str | os.PathLike) -> dict[str, Any]:
+    """What ``kosumi inspect`` shows for an ONNX file kosumi exported."""
+    from kosumi.nets.features import get_feature_set
+
+    path = Path(path)
+    meta, model = _load_meta(path)
+    ckpt = read_onnx_model(path)
+    cfg = ckpt.config
+    fs = get_feature_set(cfg.features)
+    info: dict[str, Any] = {
+        "format": f"ONNX ({meta.get(META_PRECISION, '?')}, kosumi exporter "
+                  f"{meta.get(META_EXPORTER, '?')})",
+        "version": json.loads(meta[META_CONFIG]).get("version"),
+        "arch": cfg.arch, "blocks": cfg.blocks, "channels": cfg.channels,
+        "input_features": {"name": fs.name, "spatial": fs.num_planes, "global": fs.num_globals},
+        "head": cfg.head,
+        "board_sizes": list(cfg.board_sizes),
+    }
+    if model is not None:
+        info["opset"] = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                             None)
+        info["parameters"] = int(sum(int(np.prod(t.dims)) for t in model.graph.initializer))
+        info["inputs"] = [i.name for i in model.graph.input]
+        info["outputs"] = [o.name for o in model.graph.output]
+    if cfg.provenance:
+        info["provenance"] = cfg.provenance
+    return info

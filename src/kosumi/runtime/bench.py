@@ -1,0 +1,298 @@
+"""``kosumi bench``: network evaluations per second, latency and memory, every cell in one run.
+
+A cell is (model, backend, batch, board size). Each cell times the backend's forward pass on
+real feature arrays (positions of a seeded random game, encoded once by the net's own feature
+set), so the figures are those of the network, not of the encoding or the search. The cells are
+interleaved: every round times every cell for ``seconds``, in a rotating order, so that a noisy
+machine (another job, a clock change) hurts every row alike; latencies of all rounds are pooled.
+Ratios against the first backend of the same model, batch and size are in the same table, and
+only they compare across machines.
+
+Peak memory is measured per (model, backend) in a fresh process (``python -m
+kosumi.runtime.bench --probe ...``) that loads the model and runs its largest cell: its peak
+resident set, and the part of it above the interpreter with kosumi imported.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import random
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kosumi.errors import KosumiError
+from kosumi.go.board import GameState
+from kosumi.runtime.options import BACKEND_NAMES, LoadOptions
+
+WARMUP_CALLS = 2
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        values = [int(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise KosumiError(f"--{what}: {text!r} is not a comma-separated list of integers") from None
+    if not values or any(v < 1 for v in values):
+        raise KosumiError(f"--{what}: give positive integers, not {text!r}")
+    return values
+
+
+@dataclass
+class BenchPlan:
+    """What to time (see the module docstring)."""
+
+    models: list[str]
+    backends: list[str]
+    batches: list[int]
+    sizes: list[int]
+    threads: int = 1
+    device: str | None = None
+    precision: str = "auto"
+    seconds: float = 0.5
+    rounds: int = 5
+    memory: bool = True
+    seed: int = 0
+
+    @classmethod
+    def parse(cls, models: list[str], backends: str, batches: str, sizes: str,
+              **kw: Any) -> BenchPlan:
+        names = [b.strip() for b in backends.split(",") if b.strip()]
+        for b in names:
+            if b not in BACKEND_NAMES:
+                raise KosumiError(f"--backend: unknown backend {b!r} (known: "
+                                  f"{', '.join(BACKEND_NAMES)})")
+        return cls(models=list(models), backends=names or ["auto"],
+                   batches=_ints(batches, "batch"), sizes=_ints(sizes, "size"), **kw)
+
+
+def bench_states(size: int, count: int, seed: int = 0) -> list[GameState]:
+    """``count`` distinct positions of one seeded random game on ``size`` (a game is replayed
+    from the start when it ends), for realistic feature planes."""
+    rng = random.Random(seed * 1000 + size)
+    out: list[GameState] = []
+    s = GameState(size)
+    while len(out) < count:
+        legal = np.flatnonzero(s.legal_mask())
+        if len(legal) == 0 or len(s.moves) > size * size:
+            s = GameState(size)
+            continue
+        s.play(int(rng.choice(legal.tolist())))
+        if len(s.moves) >= 3:
+            out.append(s.copy())
+    return out
+
+
+@dataclass
+class _Cell:
+    model: str
+    backend: str
+    batch: int
+    size: int
+    inputs: tuple[np.ndarray, np.ndarray | None]
+    runner: Any
+    times: list[float] = field(default_factory=list)
+
+
+def _open(model: str, backend: str, plan: BenchPlan) -> Any:
+    from kosumi.runtime.loader import open_evaluator
+
+    options = LoadOptions(backend=backend, threads=plan.threads, device=plan.device,
+                          precision=plan.precision)
+    return open_evaluator(Path(model), options)
+
+
+def _resolved_backend(model: str, backend: str, plan: BenchPlan) -> str:
+    if backend != "auto":
+        return backend
+    from kosumi.models import resolve_model
+    from kosumi.nets.formats import detect_format
+    from kosumi.runtime.backend import choose_backend
+
+    fmt = detect_format(resolve_model(model))
+    options = LoadOptions(threads=plan.threads, device=plan.device)
+    return choose_backend(fmt.name, fmt.native, options)[0]
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version(), "numpy": np.__version__}
+    for pkg in ("torch", "onnxruntime", "onnx", "tensorrt"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def run_bench(plan: BenchPlan, progress: bool = False) -> dict[str, Any]:
+    """Time every cell of ``plan``; a JSON-able report (``format_bench`` prints it)."""
+    from kosumi.runtime.cpu import cpu_capabilities
+
+    cells: list[_Cell] = []
+    skipped: list[str] = []
+    evaluators = []
+    pairs: list[tuple[str, str]] = []
+    for model in plan.models:
+        for b in plan.backends:
+            backend = _resolved_backend(model, b, plan)
+            if (model, backend) not in pairs:
+                pairs.append((model, backend))
+    for model, backend in pairs:
+        ev = _open(model, backend, plan)
+        evaluators.append(ev)
+        for size in plan.sizes:
+            if not ev.supports_size(size):
+                skipped.append(f"{model} does not play {size}x{size}")
+                continue
+            for batch in plan.batches:
+                states = bench_states(size, batch, plan.seed)
+                inputs = ev.features.encode(states)
+                cells.append(_Cell(model, backend, batch, size, inputs, ev.backend))
+    total = len(cells) * plan.rounds
+    done = 0
+    for cell in cells:  # warm-up: first-call allocations, lazy initialisation
+        for _ in range(WARMUP_CALLS):
+            cell.runner.forward(*cell.inputs)
+    for r in range(plan.rounds):
+        order = cells[r % len(cells):] + cells[:r % len(cells)] if cells else []
+        for cell in order:
+            end = time.perf_counter() + plan.seconds
+            while True:
+                t0 = time.perf_counter()
+                cell.runner.forward(*cell.inputs)
+                t1 = time.perf_counter()
+                cell.times.append(t1 - t0)
+                if t1 >= end:
+                    break
+            done += 1
+            if progress:
+                print(f"\rbench: {done}/{total} cell-rounds", end="", file=sys.stderr,
+                      flush=True)
+    if progress and total:
+        print(file=sys.stderr)
+    for ev in evaluators:
+        ev.close()
+    memory: dict[tuple[str, str], dict[str, float]] = {}
+    if plan.memory:
+        for model, backend in pairs:
+            memory[(model, backend)] = probe_memory(model, backend, plan)
+    rows = []
+    for cell in cells:
+        t = np.array(cell.times)
+        row: dict[str, Any] = {
+            "model": cell.model, "backend": cell.backend, "batch": cell.batch, "size": cell.size,
+            "evals_per_s": round(cell.batch * len(t) / float(t.sum()), 1),
+            "latency_ms_p50": round(float(np.percentile(t, 50)) * 1e3, 3),
+            "latency_ms_p99": round(float(np.percentile(t, 99)) * 1e3, 3),
+            "calls": int(len(t)),
+        }
+        mem = memory.get((cell.model, cell.backend))
+        if mem:
+            row.update(mem)
+        rows.append(row)
+    _add_ratios(rows)
+    return {"machine": {"cpu": cpu_capabilities(), "platform": platform.platform(),
+                        **_versions()},
+            "plan": asdict(plan), "rows": rows, "skipped": skipped}
+
+
+def _add_ratios(rows: list[dict[str, Any]]) -> None:
+    """``x_first``: evals/s over the first backend's for the same model, batch and size."""
+    first: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for row in rows:
+        key = (row["model"], row["batch"], row["size"])
+        base = first.setdefault(key, row)
+        row["x_first"] = round(row["evals_per_s"] / base["evals_per_s"], 3)
+        row["first_backend"] = base["backend"]
+
+
+def format_bench(report: dict[str, Any]) -> str:
+    """The report as a rich table (text)."""
+    from io import StringIO
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from kosumi.runtime.cpu import cpu_line
+
+    table = Table(title="kosumi bench: network evaluations (forward pass only)")
+    for col in ("model", "backend", "batch", "size", "evals/s", "x first", "p50 ms", "p99 ms",
+                "peak MB", "model MB"):
+        table.add_column(col, justify="left" if col in ("model", "backend") else "right")
+    for r in report["rows"]:
+        table.add_row(Path(r["model"]).name, r["backend"], str(r["batch"]), str(r["size"]),
+                      f"{r['evals_per_s']:,.1f}", f"{r['x_first']:.2f}",
+                      f"{r['latency_ms_p50']:.2f}", f"{r['latency_ms_p99']:.2f}",
+                      f"{r['peak_rss_mb']:.0f}" if "peak_rss_mb" in r else "-",
+                      f"{r['model_rss_mb']:.0f}" if "model_rss_mb" in r else "-")
+    buf = StringIO()
+    console = Console(file=buf, width=120)
+    console.print(table)
+    plan = report["plan"]
+    console.print(f"cpu: {cpu_line()}; {plan['threads']} thread(s), {plan['rounds']} rounds x "
+                  f"{plan['seconds']} s per cell")
+    for s in report.get("skipped", []):
+        console.print(f"skipped: {s}")
+    return buf.getvalue().rstrip()
+
+
+# ---------------------------------------------------------------------------- memory probe
+def _rss_mb() -> tuple[float, float]:
+    """(current, peak) resident set of this process in MB (Linux)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    current = peak
+    try:
+        with open("/proc/self/statm") as f:
+            current = int(f.read().split()[1]) * (resource.getpagesize() / 2**20)
+    except OSError:
+        pass
+    return current, peak
+
+
+def probe_memory(model: str, backend: str, plan: BenchPlan) -> dict[str, float]:
+    """Peak memory of a fresh process that loads ``model`` on ``backend`` and runs the plan's
+    largest batch at its largest board size the model plays."""
+    args = [sys.executable, "-m", "kosumi.runtime.bench", "--probe", model, backend,
+            str(max(plan.batches)), ",".join(map(str, plan.sizes)), str(plan.threads),
+            plan.device or "cpu", plan.precision]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=600, check=False)
+    if proc.returncode != 0:
+        return {}
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {}
+
+
+def _probe(model: str, backend: str, batch: int, sizes: str, threads: int, device: str,
+           precision: str) -> None:
+    base, _ = _rss_mb()
+    plan = BenchPlan([model], [backend], [batch], _ints(sizes, "size"), threads=threads,
+                     device=None if device == "cpu" else device, precision=precision)
+    ev = _open(model, backend, plan)
+    size = max((s for s in plan.sizes if ev.supports_size(s)), default=None)
+    if size is not None:
+        inputs = ev.features.encode(bench_states(size, batch))
+        for _ in range(3):
+            ev.backend.forward(*inputs)
+    _, peak = _rss_mb()
+    print(json.dumps({"peak_rss_mb": round(peak, 1), "model_rss_mb": round(peak - base, 1)}))
+
+
+if __name__ == "__main__":  # the memory probe's entry point
+    if len(sys.argv) == 9 and sys.argv[1] == "--probe":
+        a = sys.argv[2:]
+        _probe(a[0], a[1], int(a[2]), a[3], int(a[4]), a[5], a[6])
+    else:
+        sys.exit("usage: python -m kosumi.runtime.bench --probe MODEL BACKEND BATCH SIZES "
+                 "THREADS DEVICE PRECISION")

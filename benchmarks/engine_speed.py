@@ -80,11 +80,11 @@ class TimedBackend:
 
 
 def engine_speed(model: Path, size: int, visits: int, batch: int,
-                 state: GameState | None = None, repeat: int = 3) -> dict:
+                 state: GameState | None = None, repeat: int = 3, backend: str = "torch") -> dict:
     """One engine's speed: the best (least overhead) of ``repeat`` searches from scratch."""
     from kosumi.runtime import load_evaluator
 
-    evaluator = load_evaluator(model, threads=1, cache=False)
+    evaluator = load_evaluator(model, threads=1, cache=False, backend=backend)
     timed = TimedBackend(evaluator.backend)
     evaluator.backend = timed
     if state is None:
@@ -147,9 +147,9 @@ def search_only(size: int, visits: int, batch: int, repeat: int = 3) -> dict:
 
 
 def leelaz_comparison(tmp: Path, visits: int, batch: int, arch: str = "b6c64",
-                      repeat: int = 3) -> dict:
+                      repeat: int = 3, backend: str = "torch") -> dict:
     """The same lz-head net in Leela Zero's own engine (``leelaz --benchmark``, 1 thread,
-    empty 19x19 board) and in kosumi's engine (torch backend, 1 thread, same position)."""
+    empty 19x19 board) and in kosumi's engine (``backend``, 1 thread, same position)."""
     from kosumi.export import export_model
     from kosumi.nets.checkpoint import save_checkpoint
     from kosumi.nets.config import NetConfig
@@ -173,7 +173,8 @@ def leelaz_comparison(tmp: Path, visits: int, batch: int, arch: str = "b6c64",
         out["leelaz_playouts_per_s"] = float(m.group(3)) if m else None
     else:
         out["leelaz_playouts_per_s"] = None
-    kosumi = engine_speed(net, 19, visits, batch, GameState(19, 7.5), repeat=repeat)
+    kosumi = engine_speed(net, 19, visits, batch, GameState(19, 7.5), repeat=repeat,
+                          backend=backend)
     out["kosumi"] = kosumi
     if out["leelaz_playouts_per_s"]:
         out["kosumi_over_leelaz"] = round(kosumi["playouts_per_s"] / out["leelaz_playouts_per_s"],
@@ -191,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="searches per engine measurement; the best is reported")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--no-leelaz", action="store_true", help="skip the Leela Zero comparison")
+    ap.add_argument("--backend", default="torch", help="the backend kosumi's nets run on")
     args = ap.parse_args(argv)
 
     import torch
@@ -206,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                     "python": sys.version.split()[0], "torch": torch.__version__,
                     "c_speedups": accel.HAVE_C},
         "settings": {"visits": args.visits, "batch": args.batch, "threads": 1,
+                     "backend": args.backend,
                      "position": "after N*N/3 random moves"},
         "rules": {f"{n}x{n}": rules_speed(n) for n in sizes},
         "search_only_zero_net": {f"{n}x{n}": search_only(n, 3000, args.batch, args.repeat)
@@ -218,11 +221,12 @@ def main(argv: list[str] | None = None) -> int:
             path = Path(tmp) / f"{arch}.safetensors"
             save_checkpoint(path, KosumiNet.random(config, seed=1))
             for n in sizes:
-                report["engine"][f"{arch} {n}x{n}"] = engine_speed(path, n, args.visits,
-                                                                   args.batch, repeat=args.repeat)
+                report["engine"][f"{arch} {n}x{n}"] = engine_speed(
+                    path, n, args.visits, args.batch, repeat=args.repeat, backend=args.backend)
         if not args.no_leelaz:
             report["leelaz_same_net"] = leelaz_comparison(Path(tmp), args.visits, args.batch,
-                                                          repeat=args.repeat)
+                                                          repeat=args.repeat,
+                                                          backend=args.backend)
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:

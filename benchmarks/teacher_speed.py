@@ -1,6 +1,7 @@
 """Teacher speed: KataGo V7 feature positions/s against the KataGo net's evals/s (1 thread).
 
-    python benchmarks/teacher_speed.py [--model PATH] [--reference PATH] [--repeat 3]
+    python benchmarks/teacher_speed.py [--model PATH] [--backend torch,onnxruntime]
+                                       [--reference PATH] [--repeat 3]
 
 Prints one JSON object (rates per CPU second of this process, best of ``--repeat`` runs). For
 19x19 and 9x9, on the positions of KataGo's reference file:
@@ -10,9 +11,9 @@ Prints one JSON object (rates per CPU second of this process, best of ``--repeat
 - ``features_game_order_pos_per_s``: V7 features of every position of the games of the first
   ``--games`` reference records in move order (how labelling walks a game: boards repeat across
   the history planes of consecutive positions);
-- ``net_evals_per_s``: the torch forward pass alone at batch 32 on 1 thread;
-- ``evaluator_pos_per_s``: the whole ``KataGoEvaluator`` (features + net + postprocessing) at
-  batch 32;
+- ``net_evals_per_s``: the backend's forward pass alone at batch 32 on 1 thread;
+- ``evaluator_pos_per_s``: the whole evaluator (features + net + KataGo's postprocessing) at
+  batch 32 -- the rate labelling runs at;
 - ``ratio_cold`` = features_cold / net (the goal is >= 2: labelling is limited by the net);
 - ``katago_nn_evals_per_s``: KataGo's own figure with this net on 1 thread (Eigen backend, from
   the reference README), for comparison.
@@ -33,7 +34,7 @@ from kosumi.go import ladder_planes
 from kosumi.go.board import GameState
 from kosumi.go.coords import parse_color, vertex_to_point
 from kosumi.nets.katago_features import KataGoV7
-from kosumi.runtime.katago_evaluator import load_katago_evaluator
+from kosumi.runtime import load_evaluator
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -89,7 +90,7 @@ def bench_size(records: list[dict], size: int, evaluator, features: KataGoV7, re
     planes, glob = features.encode(batch)
 
     def net() -> None:
-        evaluator.forward(planes, glob)
+        evaluator.backend.forward(planes, glob)
 
     chunks = [finals[i : i + BATCH] for i in range(0, len(finals), BATCH)]
 
@@ -122,21 +123,23 @@ def main() -> None:
     ap.add_argument("--reference", default=str(REFERENCE))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--games", type=int, default=20)
+    ap.add_argument("--backend", default="torch", help="comma-separated backends, side by side")
     args = ap.parse_args()
     torch.set_num_threads(1)
 
     with open(args.reference) as f:
         records = [json.loads(line) for line in f if line.strip()]
-    evaluator = load_katago_evaluator(args.model, threads=1)
     report: dict = {
         "model": Path(args.model).name,
         "machine": {"python": sys.version.split()[0], "torch": torch.__version__,
                     "cpu": platform.processor() or platform.machine(), "threads": 1},
         "batch": BATCH,
     }
-    for size in (19, 9):
-        report[f"{size}x{size}"] = bench_size(records, size, evaluator, KataGoV7(),
-                                              args.repeat, args.games)
+    for backend in args.backend.split(","):
+        evaluator = load_evaluator(args.model, backend=backend, threads=1, cache=False)
+        for size in (19, 9):
+            report[f"{backend} {size}x{size}"] = bench_size(records, size, evaluator, KataGoV7(),
+                                                            args.repeat, args.games)
     print(json.dumps(report, indent=2))
 
 

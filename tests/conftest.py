@@ -78,3 +78,27 @@ def randomise_bn(net, g) -> None:
                 m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
                 m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
                 m.bias.copy_(torch.randn(m.num_features, generator=g) * 0.2)
+
+
+def random_net_file(path: Path, arch: str = "b2c16", features: str = "basic", head: str = "conv",
+                    board_sizes=(9, 19), seed: int = 0, bn: bool = True, **config) -> Path:
+    """A random kosumi net written as a checkpoint; ``bn`` randomises its BatchNorm statistics
+    and affine parameters so that folding them is really exercised."""
+    import torch
+
+    from kosumi.nets.checkpoint import save_checkpoint
+    from kosumi.nets.config import NetConfig
+    from kosumi.nets.resnet import KosumiNet
+
+    if head == "lz":
+        config.setdefault("value", "tanh")
+        config.setdefault("score_lead", False)
+        config.setdefault("ownership", False)
+        board_sizes = (19,)
+    cfg = NetConfig(arch=arch, features=features, head=head, board_sizes=list(board_sizes),
+                    **config)
+    net = KosumiNet.random(cfg, seed)
+    if bn:
+        randomise_bn(net, torch.Generator().manual_seed(seed + 100))
+    save_checkpoint(path, net)
+    return path

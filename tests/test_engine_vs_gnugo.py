@@ -1,5 +1,6 @@
-"""kosumi's own engine (a bootstrapped net) against GNU Go level 1 through ``kosumi match``:
-the games finish, the SGFs are written, and their results agree with GNU Go's own scoring."""
+"""kosumi's own engine (a bootstrapped net, exported to ONNX and run by ONNX Runtime) against
+GNU Go level 1 through ``kosumi match``: the games finish, the SGFs are written, and their
+results agree with GNU Go's own scoring."""
 
 from __future__ import annotations
 
@@ -22,7 +23,11 @@ def test_two_game_match_against_gnugo(tmp_path: Path):
     init = [sys.executable, "-m", "kosumi", "init", "--arch", "b2c16", "--features", "basic",
             "--head", "conv", "--board-sizes", "9", "--out", str(net), "--seed", "3"]
     subprocess.run(init, check=True, capture_output=True, timeout=120)
-    kosumi = f"{sys.executable} -m kosumi gtp --model {net} --visits 16 --batch 4"
+    onnx = tmp_path / "b2c16.onnx"
+    subprocess.run([sys.executable, "-m", "kosumi", "export", str(net), "--format", "onnx",
+                    "--out", str(onnx)], check=True, capture_output=True, timeout=120)
+    kosumi = (f"{sys.executable} -m kosumi gtp --model {onnx} --backend onnxruntime "
+              "--visits 16 --batch 4")
     sgf_dir = tmp_path / "games"
     cmd = [sys.executable, "-m", "kosumi", "match", "--black", kosumi,
            "--white", f"{gnugo} --mode gtp --level 1", "--games", "2", "--size", "9",

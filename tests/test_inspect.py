@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from kosumi.cli import app
 from kosumi.errors import KosumiError
+from kosumi.nets import formats
 from kosumi.nets.checkpoint import save_checkpoint
 from kosumi.nets.config import NetConfig
-from kosumi.nets import formats
 from kosumi.nets.formats import ModelFormat, register_model_format
 from kosumi.nets.inspect import describe_model, format_description
 from kosumi.nets.leelaz import LeelaZeroWeights, write_leelaz

@@ -368,7 +368,7 @@ def test_evaluation_conventions(evaluator, reference_positions):
     assert e.policy.shape == (362,) and math.isclose(float(e.policy.sum()), 1.0, rel_tol=1e-5)
     assert (e.policy[:361][~s.legal_mask()] == 0).all()
     assert int(np.argmax(e.policy)) == vertex_to_point("E19", 19)
-    win, loss, no_result = e.wdl
+    win, _loss, no_result = e.wdl
     assert e.value == pytest.approx(win + no_result / 2)
     assert e.value == pytest.approx(r["katago_raw_nn"]["whiteWin"]
                                     + r["katago_raw_nn"]["noResult"] / 2, abs=1e-4)

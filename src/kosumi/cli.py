@@ -275,18 +275,21 @@ def export_command(
     fmt: str = typer.Option(..., "--format", help="kosumi, leelaz, onnx or tensorrt."),
     out: Path = typer.Option(..., "--out", help="File to write (NET.safetensors, NET.txt[.gz], "
                              "NET.onnx, NET.plan)."),
-    precision: str = typer.Option("fp32", "--precision", help="onnx: fp32 or fp16; tensorrt: "
-                                  "fp16 or fp32."),
+    precision: str | None = typer.Option(None, "--precision", help="onnx: fp32 (default) or "
+                                         "fp16; tensorrt: fp16 (default) or fp32."),
     batch: str = typer.Option("1,16,64", "--batch", help="tensorrt: min, opt, max batch of the "
                               "optimisation profiles."),
+    sizes: str | None = typer.Option(None, "--size", help="tensorrt: board sizes to build "
+                                     "profiles for (default: the net's, at most 9,13,19)."),
     device: str = typer.Option("cuda", "--device", help="tensorrt: the GPU to build for."),
 ) -> None:
     """Export a model: kosumi checkpoint, Leela Zero weights, ONNX, TensorRT engine."""
     from kosumi.export import export_model
 
-    options: dict[str, object] = {"precision": precision}
+    options: dict[str, object] = {
+        "precision": precision or ("fp16" if fmt == "tensorrt" else "fp32")}
     if fmt == "tensorrt":
-        options.update(batch=batch, device=device)
+        options.update(batch=batch, sizes=sizes, device=device)
     try:
         typer.echo(export_model(model, fmt, out, **options))
     except KosumiError as e:

@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from kosumi.errors import WriteFailed
 
-__all__ = ["atomic_write", "atomic_writer", "output_errors", "user_cache_dir"]
+__all__ = ["atomic_write", "atomic_writer", "output_errors", "shareable_path", "user_cache_dir"]
 
 
 @contextmanager
@@ -89,3 +89,17 @@ def user_cache_dir(kind: str, env: str | None = None) -> Path:
         return Path(os.environ[env])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "kosumi" / kind
+
+
+def shareable_path(path: str | os.PathLike) -> str:
+    """A path as it may travel inside a file a user shares (provenance): as given, or relative
+    to the working folder when it was given as an absolute path inside it -- never the resolved
+    absolute path of the machine it was made on."""
+    text = os.fspath(path)
+    p = Path(text)
+    if p.is_absolute():
+        try:
+            return str(p.relative_to(Path.cwd()))
+        except ValueError:
+            return text
+    return text

@@ -78,7 +78,6 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -120,6 +119,7 @@ from kosumi.distill.train_state import (
     student_config,
 )
 from kosumi.errors import KosumiError
+from kosumi.fileio import shareable_path
 from kosumi.nets.checkpoint import save_checkpoint
 from kosumi.nets.features import get_feature_set
 from kosumi.nets.resnet import KosumiNet
@@ -412,7 +412,7 @@ class _Run:
         return {
             "created_by": "kosumi distill",
             "teacher": self.teacher,
-            "data": {"path": str(Path(self.o.data).resolve()), "content_hash": d.content_hash,
+            "data": {"path": shareable_path(self.o.data), "content_hash": d.content_hash,
                      "positions": {str(n): c for n, c in d.counts().items()},
                      "train_positions": int(sum(len(i) for i in self.train_idx.values())),
                      "val_positions": int(sum(len(i) for i in self.val_idx.values())),

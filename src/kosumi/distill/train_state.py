@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from kosumi.errors import KosumiError
-from kosumi.fileio import atomic_write
+from kosumi.fileio import atomic_write, shareable_path
 from kosumi.nets.config import LZ_BOARD_SIZE, NetConfig, parse_arch
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ def read_init(options: DistillOptions) -> tuple[DistillOptions, nn.Module, dict[
         if value is not None and value != have[name]:
             raise KosumiError(f"--{name} {value} differs from the --init checkpoint {path} "
                               f"({have[name]}); leave it out to take the checkpoint's")
-    identity = {"path": text, "sha256": sha256_file(path), "arch": cfg.arch}  # as given
+    identity = {"path": shareable_path(text), "sha256": sha256_file(path), "arch": cfg.arch}
     return replace(options, **have), build_net(ckpt, path), identity
 
 

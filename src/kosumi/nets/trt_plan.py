@@ -83,8 +83,9 @@ def read_plan(path: str | os.PathLike, engine: bool = True) -> tuple[dict[str, A
 
 
 def read_plan_model(path: str | os.PathLike) -> Checkpoint:
-    """A plan's config (no tensors: the engine runs as it is)."""
-    header, _ = read_plan(path, engine=False)
+    """A plan's config (no tensors: the engine runs as it is); the engine's checksum is
+    verified, so a damaged file is refused before any backend is chosen."""
+    header, _ = read_plan(path)
     config = NetConfig.from_dict(header["config"], source=f"{path}: plan header config")
     meta = {k: json.dumps(v) if not isinstance(v, str) else v
             for k, v in header.items() if k != "config"}

@@ -117,7 +117,7 @@ def cuda_available(backend: str) -> bool:
             import torch
 
             return bool(torch.cuda.is_available())
-    except Exception:  # a broken install counts as no device
+    except Exception:  # noqa: BLE001 - a broken install counts as no device
         return False
     return False
 
@@ -153,15 +153,15 @@ def make_backend(config: NetConfig, source: dict[str, np.ndarray] | Path, option
     if name == "auto":
         name, _ = choose_backend(file_format, native, options)
     info = backend_info(name)
-    if not info.installed():
-        raise KosumiError(info.not_installed())
     if native and file_format not in info.files:
         runs = [i.name for i in BACKENDS.values() if file_format in i.files]
         raise KosumiError(f"{source}: the {name} backend cannot run {file_format} files "
                           f"(use --backend {' or '.join(runs) or 'auto'})")
     if not native and not info.nets:
-        raise KosumiError(f"the {name} backend runs its own engine files only: export the net "
+        raise KosumiError(f"the {name} backend runs its own plan files only: export the net "
                           f"first (kosumi export MODEL --format {name} --out NET.plan)")
+    if not info.installed():
+        raise KosumiError(info.not_installed())
     if options.cuda and "cuda" not in info.devices:
         raise KosumiError(f"the {name} backend runs on the CPU only, not --device "
                           f"{options.device}")

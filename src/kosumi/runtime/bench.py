@@ -192,7 +192,7 @@ def run_bench(plan: BenchPlan, progress: bool = False) -> dict[str, Any]:
             "evals_per_s": round(cell.batch * len(t) / float(t.sum()), 1),
             "latency_ms_p50": round(float(np.percentile(t, 50)) * 1e3, 3),
             "latency_ms_p99": round(float(np.percentile(t, 99)) * 1e3, 3),
-            "calls": int(len(t)),
+            "calls": len(t),
         }
         mem = memory.get((cell.model, cell.backend))
         if mem:

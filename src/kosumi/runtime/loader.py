@@ -16,7 +16,6 @@ import os
 import sys
 from pathlib import Path
 
-from kosumi.errors import KosumiError
 from kosumi.models import resolve_model
 from kosumi.nets.formats import ModelFormat, detect_format, read_model
 from kosumi.runtime.backend import choose_backend, make_backend

@@ -101,7 +101,7 @@ class OnnxRuntimeBackend(Backend):
                                                 providers=_providers(ort, options, model.parent))
         except KosumiError:
             raise
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise KosumiError(f"{model}: onnxruntime cannot load it ({first})") from None
         self.path = model

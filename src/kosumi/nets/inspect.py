@@ -105,6 +105,13 @@ def describe_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         "heads": heads,
         "board_sizes": list(cfg.board_sizes),
     }
+    types: dict[str, int] = {}
+    for t in ckpt.tensors.values():
+        types[str(t.dtype)] = types.get(str(t.dtype), 0) + 1
+    if set(types) != {"float32"}:
+        info["tensor_types"] = types
+    if cfg.extra_tensors:
+        info["extra_tensors"] = len(cfg.extra_tensors)
     if cfg.provenance:
         info["provenance"] = cfg.provenance
     return info

@@ -145,44 +145,51 @@ def run_bench(plan: BenchPlan, progress: bool = False) -> dict[str, Any]:
             backend = _resolved_backend(model, b, plan)
             if (model, backend) not in pairs:
                 pairs.append((model, backend))
+    opened: list[tuple[str, str]] = []
     for model, backend in pairs:
-        ev = _open(model, backend, plan)
+        try:
+            ev = _open(model, backend, plan)
+        except KosumiError as e:  # e.g. a plan file asked for on onnxruntime: say, go on
+            if len(plan.models) * len(plan.backends) == 1:
+                raise
+            skipped.append(f"{model} on {backend}: {e}")
+            continue
         evaluators.append(ev)
+        opened.append((model, backend))
         for size in plan.sizes:
             if not ev.supports_size(size):
-                skipped.append(f"{model} does not play {size}x{size}")
+                note = f"{model} does not play {size}x{size}"
+                if note not in skipped:
+                    skipped.append(note)
                 continue
             for batch in plan.batches:
                 states = bench_states(size, batch, plan.seed)
                 inputs = ev.features.encode(states)
                 cells.append(_Cell(model, backend, batch, size, inputs, ev.backend))
-    total = len(cells) * plan.rounds
-    done = 0
     for cell in cells:  # warm-up: first-call allocations, lazy initialisation
         for _ in range(WARMUP_CALLS):
             cell.runner.forward(*cell.inputs)
-    for r in range(plan.rounds):
-        order = cells[r % len(cells):] + cells[:r % len(cells)] if cells else []
-        for cell in order:
-            end = time.perf_counter() + plan.seconds
-            while True:
-                t0 = time.perf_counter()
-                cell.runner.forward(*cell.inputs)
-                t1 = time.perf_counter()
-                cell.times.append(t1 - t0)
-                if t1 >= end:
-                    break
-            done += 1
-            if progress:
-                print(f"\rbench: {done}/{total} cell-rounds", end="", file=sys.stderr,
-                      flush=True)
-    if progress and total:
-        print(file=sys.stderr)
+    from kosumi.progress import progress_bar
+
+    with progress_bar(len(cells) * plan.rounds, "bench", unit="cell",
+                      enabled=progress) as bar:
+        for r in range(plan.rounds):
+            k = r % len(cells) if cells else 0
+            for cell in cells[k:] + cells[:k]:  # a rotating order, round after round
+                end = time.perf_counter() + plan.seconds
+                while True:
+                    t0 = time.perf_counter()
+                    cell.runner.forward(*cell.inputs)
+                    t1 = time.perf_counter()
+                    cell.times.append(t1 - t0)
+                    if t1 >= end:
+                        break
+                bar.advance(1, info=f"round {r + 1}/{plan.rounds}")
     for ev in evaluators:
         ev.close()
     memory: dict[tuple[str, str], dict[str, float]] = {}
     if plan.memory:
-        for model, backend in pairs:
+        for model, backend in opened:
             memory[(model, backend)] = probe_memory(model, backend, plan)
     rows = []
     for cell in cells:
@@ -246,17 +253,22 @@ def format_bench(report: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------------------- memory probe
 def _rss_mb() -> tuple[float, float]:
-    """(current, peak) resident set of this process in MB (Linux)."""
-    import resource
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    current = peak
+    """(current, peak) resident set of this process in MB, from ``/proc/self/status`` (VmRSS,
+    VmHWM: the peak of this program; ``getrusage``'s maxrss would carry the parent's peak over
+    fork and exec)."""
+    values = {}
     try:
-        with open("/proc/self/statm") as f:
-            current = int(f.read().split()[1]) * (resource.getpagesize() / 2**20)
-    except OSError:
-        pass
-    return current, peak
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    values[key] = int(rest.split()[0]) / 1024.0
+    except (OSError, ValueError):
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        return peak, peak
+    return values.get("VmRSS", 0.0), values.get("VmHWM", 0.0)
 
 
 def probe_memory(model: str, backend: str, plan: BenchPlan) -> dict[str, float]:

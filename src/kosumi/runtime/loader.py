@@ -16,6 +16,7 @@ import os
 import sys
 from pathlib import Path
 
+from kosumi.errors import KosumiError
 from kosumi.models import resolve_model
 from kosumi.nets.formats import ModelFormat, detect_format, read_model
 from kosumi.runtime.backend import choose_backend, make_backend
@@ -34,13 +35,18 @@ def open_evaluator(path: str | os.PathLike, options: LoadOptions,
     path = resolve_model(path)
     fmt, model = read_model(path)
     source = path if fmt.native else model.tensors
-    if options.backend == "auto":
-        name, why = choose_backend(fmt.name, fmt.native, options)
-        if announce:
-            print(f"kosumi: backend auto -> {name} ({why}) for {path.name}", file=sys.stderr)
-        options = LoadOptions(backend=name, threads=options.threads, device=options.device,
-                              symmetries=options.symmetries, precision=options.precision)
-    backend = make_backend(model.config, source, options, file_format=fmt.name)
+    try:  # name the file in every refusal
+        if options.backend == "auto":
+            name, why = choose_backend(fmt.name, fmt.native, options)
+            if announce:
+                print(f"kosumi: backend auto -> {name} ({why}) for {path.name}", file=sys.stderr)
+            options = LoadOptions(backend=name, threads=options.threads, device=options.device,
+                                  symmetries=options.symmetries, precision=options.precision)
+        backend = make_backend(model.config, source, options, file_format=fmt.name)
+    except KosumiError as e:
+        if str(path) in str(e):
+            raise
+        raise KosumiError(f"{path}: {e}") from None
     name = path.name if path.name != "default.safetensors" else "default"
     return NetEvaluator(backend, model.config, symmetries=options.symmetries, name=name)
 

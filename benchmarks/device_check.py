@@ -79,19 +79,12 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     from kosumi.export import export_model
-    from kosumi.go.board import GameState
-    from kosumi.go.coords import WHITE, parse_color, vertex_to_point
+    from kosumi.go.coords import WHITE
     from kosumi.runtime import load_evaluator
+    from kosumi.runtime.analyze import position_from_json
 
     records = [json.loads(x) for x in REFERENCE.read_text().splitlines() if x.strip()]
-
-    def replay(r: dict) -> GameState:
-        s = GameState(r["board_size"], r["komi"], r["rules"])
-        for c, v in r["moves"]:
-            s.play(vertex_to_point(v, r["board_size"]), parse_color(c))
-        return s
-
-    states = [replay(r) for r in records]
+    states = [position_from_json(json.dumps(r), r["id"]).state for r in records]
 
     def evaluate(model, **kw):
         ev = load_evaluator(model, cache=False, **kw)

@@ -24,8 +24,9 @@ import numpy as np
 
 from kosumi.export import export_model
 from kosumi.go.board import GameState
-from kosumi.go.coords import WHITE, parse_color, vertex_to_point
+from kosumi.go.coords import WHITE
 from kosumi.runtime import load_evaluator
+from kosumi.runtime.analyze import position_from_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -34,11 +35,7 @@ KATAGO = SHARED / "models" / "g170-b6c96-s175395328-d26788732.bin.gz"
 
 
 def replay(r: dict) -> GameState:
-    n = r["board_size"]
-    s = GameState(n, r["komi"], r["rules"])
-    for color, vertex in r["moves"]:
-        s.play(vertex_to_point(vertex, n), parse_color(color))
-    return s
+    return position_from_json(json.dumps(r), r["id"]).state
 
 
 def evaluate(ev, states):

@@ -48,6 +48,14 @@ def require_program(path: str) -> str:
     return found
 
 
+def replay_reference(record: dict):
+    """A reference position (raw_nn.jsonl) as a GameState, replayed from its move list under its
+    rules (kosumi's own reader of that format, ``runtime.analyze.position_from_json``)."""
+    from kosumi.runtime.analyze import position_from_json
+
+    return position_from_json(json.dumps(record), record.get("id", "reference")).state
+
+
 @pytest.fixture(scope="session")
 def reference_positions() -> list[dict]:
     """The 300 positions of KataGo's raw_nn.jsonl with the real engine's outputs."""

@@ -15,13 +15,12 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from conftest import random_net_file
+from conftest import random_net_file, replay_reference
 from typer.testing import CliRunner
 
 from kosumi.cli import app
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
-from kosumi.go.coords import parse_color, vertex_to_point
 from kosumi.nets.features import get_feature_set
 from kosumi.nets.onnx import OPSET, read_onnx_model
 from kosumi.runtime import load_evaluator
@@ -31,14 +30,6 @@ from kosumi.runtime.bench import bench_states
 @pytest.fixture(autouse=True)
 def onnx_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("KOSUMI_ONNX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "onnx"))
-
-
-def replay(rec: dict) -> GameState:
-    n = rec["board_size"]
-    s = GameState(n, rec["komi"], rec["rules"])
-    for color, vertex in rec["moves"]:
-        s.play(vertex_to_point(vertex, n), parse_color(color))
-    return s
 
 
 def export(model, out: Path, *extra: str) -> str:
@@ -100,7 +91,7 @@ def test_onnxruntime_matches_torch_on_the_reference_positions(nets, name, tmp_pa
                                                               reference_positions):
     """fp32 through ONNX Runtime vs torch: top-1 100%, policy within 1e-4; fp16: top-1 >=
     99.5%. On an exported .onnx file and on the checkpoint itself (exported in memory)."""
-    states = [replay(r) for r in reference_positions]
+    states = [replay_reference(r) for r in reference_positions]
     ref_ev = load_evaluator(nets[name], backend="torch", cache=False)
     states = [s for s in states if ref_ev.supports_size(s.size)]
     ref = ref_ev.evaluate(states)

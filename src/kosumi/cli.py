@@ -353,6 +353,53 @@ def bench_command(
     typer.echo(json.dumps(report, indent=2) if as_json else format_bench(report))
 
 
+# ----------------------------------------------------------------------------- quantize
+@app.command("quantize")
+def quantize_command(
+    model: Path = typer.Argument(..., help="Float net to quantize (any format kosumi reads, or "
+                                 "'default')."),
+    out: Path = typer.Option(..., "--out", help="Quantized checkpoint to write (.safetensors)."),
+    bits: int = typer.Option(8, "--bits", help="8 (int8 weights and activations) or 16 (fp16)."),
+    calib: Path | None = typer.Option(None, "--calib", help="Calibration positions: a positions "
+                                      "or label folder, or a JSON Lines file (any board sizes)."),
+    calib_size: int = typer.Option(512, "--calib-size", min=1, help="Positions to calibrate on "
+                                   "(spread over the set)."),
+    method: str = typer.Option("mse", "--method", help="Activation ranges: minmax, percentile "
+                               "or mse."),
+    keep_float: str = typer.Option("auto", "--keep-float", help="auto (the most sensitive "
+                                   "layers, within --float-budget), none, or LAYER,LAYER,..."),
+    float_budget: float = typer.Option(0.05, "--float-budget", min=0.0, max=1.0,
+                                       help="auto: the share of parameters that may stay float."),
+    weight_range: int | None = typer.Option(None, "--weight-range", help="Largest int8 weight "
+                                            "(127; 63 avoids saturation on x86 without VNNI; "
+                                            "default: by this CPU)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Quantize a net to int8 (PTQ) or fp16, with a per-layer sensitivity table."""
+    import json
+
+    from kosumi.quantize import QuantizeOptions, quantize_model
+
+    keep: str | list[str] = keep_float if keep_float in ("auto", "none") else [
+        k.strip() for k in keep_float.split(",") if k.strip()]
+    options = QuantizeOptions(bits=bits, method=method, keep_float=keep,
+                              float_budget=float_budget, weight_max=weight_range)
+    if weight_range is not None and not 1 <= weight_range <= 127:
+        fail(f"--weight-range {weight_range}: use 1..127")
+    try:
+        report, nbytes = quantize_model(model, out, options, calib=calib, calib_limit=calib_size,
+                                        progress=lambda m: typer.echo(m, err=True))
+    except KosumiError as e:
+        fail(str(e))
+    if as_json:
+        typer.echo(json.dumps({"out": str(out), "bytes": nbytes,
+                               "scheme": report.scheme.to_dict()}, indent=2))
+        return
+    from kosumi.quantize.report import format_report
+
+    typer.echo(format_report(report, out, nbytes))
+
+
 # ----------------------------------------------------------------------------- distill data
 @app.command("selfplay")
 def selfplay_command(

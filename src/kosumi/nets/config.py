@@ -28,8 +28,9 @@ Three heads (network families):
 
 Optional fields, left out of the JSON at their defaults (so older files read unchanged):
 ``value_view`` ("side_to_move", or "black" for Leela Zero version-2 weights, whose value is
-Black's), ``extra_tensors`` (names of tensors a file carries beyond the architecture's own,
-e.g. quantization scales) and ``katago``.
+Black's), ``extra_tensors`` (names of tensors a file carries beyond the architecture's own),
+``katago`` and ``quantization`` (a quantized net's scheme, ``nets.quant``: its tensors are then
+those of the folded inference graph, int8 where the scheme says so).
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ class NetConfig:
     value_view: str = "side_to_move"  # whose view the raw value is from ("black": LZ v2 files)
     extra_tensors: list[str] = field(default_factory=list)  # tensors beyond the architecture's
     katago: dict[str, Any] = field(default_factory=dict)  # head "katago": the net's layout
+    quantization: dict[str, Any] = field(default_factory=dict)  # nets.quant.QuantScheme
 
     def __post_init__(self) -> None:
         self.arch = str(self.arch).strip().lower()
@@ -128,6 +130,11 @@ class NetConfig:
     @property
     def value_outputs(self) -> int:
         return 3 if self.value == "wdl" else 1
+
+    @property
+    def quantized(self) -> bool:
+        """A net made by ``kosumi quantize`` (its tensors are the folded graph's)."""
+        return bool(self.quantization)
 
     @property
     def family(self) -> str:
@@ -181,6 +188,8 @@ class NetConfig:
             raise KosumiError("config field 'extra_tensors': must be a list of distinct names")
         if not isinstance(self.katago, dict):
             raise KosumiError("config field 'katago': must be a JSON object")
+        if not isinstance(self.quantization, dict):
+            raise KosumiError("config field 'quantization': must be a JSON object")
         if self.head == "katago":
             self._validate_katago()
         elif self.katago:
@@ -226,7 +235,7 @@ class NetConfig:
     def to_dict(self) -> dict[str, Any]:
         d = {"version": CONFIG_VERSION, **asdict(self)}
         for name, default in (("value_view", "side_to_move"), ("extra_tensors", []),
-                              ("katago", {})):
+                              ("katago", {}), ("quantization", {})):
             if d[name] == default:
                 del d[name]
         return d

@@ -105,6 +105,12 @@ def describe_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         "heads": heads,
         "board_sizes": list(cfg.board_sizes),
     }
+    if cfg.quantized:
+        from kosumi.nets.quant import describe_scheme
+
+        info["quantization"] = describe_scheme(cfg, ckpt.tensors)
+        info["parameters"] = sum(int(t.size) for name, t in ckpt.tensors.items()
+                                 if name.endswith((".weight", ".bias")))
     types: dict[str, int] = {}
     for t in ckpt.tensors.values():
         types[str(t.dtype)] = types.get(str(t.dtype), 0) + 1

@@ -44,7 +44,7 @@ IR_VERSION = 8
 ONNX_FORMAT = "kosumi-onnx"
 EXPORTER_VERSION = "1"
 PRODUCER = "kosumi"
-PRECISIONS = ("fp32", "fp16")
+PRECISIONS = ("fp32", "fp16")  # of a float net; a quantized net's is its scheme's
 META_FORMAT, META_CONFIG, META_PRECISION = "kosumi_format", "kosumi_config", "kosumi_precision"
 META_EXPORTER, META_SOURCE = "kosumi_exporter", "kosumi_source_sha256"
 
@@ -142,6 +142,127 @@ class _OnnxBuilder:
         raise KosumiError(f"ONNX export: unknown op {op!r} in layer {n.name}")
 
 
+class _QdqBuilder(_OnnxBuilder):
+    """An int8 net (``nets.quant``) as explicit QuantizeLinear/DequantizeLinear ONNX built from
+    kosumi's own scales: int8 weights and int32 biases as initializers behind
+    DequantizeLinear, every quantized activation as a Q/DQ pair with zero point 0 (uint8 or
+    int8), ReLUs left out where a uint8 Q's clamp is the ReLU, integer adds as DQ-Add-Q. ONNX
+    Runtime fuses these patterns into its integer kernels (QLinearConv, QGemm, QLinearAdd)."""
+
+    def __init__(self, graph: Graph, t: dict[str, np.ndarray], config: NetConfig):
+        super().__init__(graph, {}, half=False)
+        from kosumi.nets.quant import check_quantized_tensors, integer_plan, scheme_of
+
+        self.scheme = scheme_of(config)
+        assert self.scheme is not None
+        check_quantized_tensors(config, t, "ONNX export")
+        self.raw = t
+        self.plan = integer_plan(graph, self.scheme.layers)
+        self.acts = dict(self.scheme.acts)
+        for out, src in self.plan.shared.items():
+            self.acts.setdefault(out, self.acts[src])
+        self.qvals: dict[str, str] = {}  # value -> its quantized tensor's name
+        self.fvals: dict[str, str] = {}  # value -> its float tensor (computed in float)
+        self.dqvals: dict[str, str] = {}  # value -> DequantizeLinear of its quantized tensor
+
+    def _act_consts(self, value: str) -> tuple[str, str]:
+        act = self.acts[value]
+        scale = self.const(f"{value}.q_scale", np.float32(act.scale), np.float32)
+        zp_type = np.uint8 if act.dtype == "uint8" else np.int8
+        return scale, self.const(f"{value}.q_zero", zp_type(act.zero_point), zp_type)
+
+    def quantized(self, value: str) -> str:
+        """The quantized tensor of ``value`` (QuantizeLinear of its float one if needed)."""
+        if value not in self.qvals:
+            scale, zp = self._act_consts(value)
+            self.qvals[value] = self.op("QuantizeLinear", [self.fvals[value], scale, zp])
+        return self.qvals[value]
+
+    def dequantized(self, value: str) -> str:
+        """DequantizeLinear of ``value``'s quantized tensor (quantizing it first if needed):
+        what an integer op reads."""
+        if value not in self.dqvals:
+            scale, zp = self._act_consts(value)
+            self.dqvals[value] = self.op("DequantizeLinear", [self.quantized(value), scale, zp])
+        return self.dqvals[value]
+
+    def floating(self, value: str) -> str:
+        """A float tensor of ``value``: the float one if it was computed in float, else its
+        dequantized one (what a float op reads)."""
+        return self.fvals[value] if value in self.fvals else self.dequantized(value)
+
+    def _dq_weight(self, name: str) -> tuple[str, str]:
+        t = self.raw
+        w = t[f"{name}.weight"]
+        sw = t[f"{name}.weight_scale"].astype(np.float32)
+        o = w.shape[0]
+        wq = self.const(f"{name}.weight_q", w, np.int8)
+        w_scale = self.const(f"{name}.weight_scale", sw, np.float32)
+        w_zero = self.const(f"{name}.weight_zero", np.zeros(o, np.int8), np.int8)
+        wf = self.op("DequantizeLinear", [wq, w_scale, w_zero], axis=0)
+        return wf, ""
+
+    def _int_layer(self, st: Any) -> None:
+        n = st.node
+        t = self.raw
+        xf = self.dequantized(n.inputs[0])  # quantize-in first if it was float
+        wf, _ = self._dq_weight(n.name)
+        sx = self.acts[n.inputs[0]].scale
+        b_scale = (np.float64(sx) * t[f"{n.name}.weight_scale"].astype(np.float64)).astype(
+            np.float32)
+        o = b_scale.size
+        bq = self.const(f"{n.name}.bias_q", t[f"{n.name}.bias"], np.int32)
+        bs = self.const(f"{n.name}.bias_scale", b_scale, np.float32)
+        bz = self.const(f"{n.name}.bias_zero", np.zeros(o, np.int32), np.int32)
+        bf = self.op("DequantizeLinear", [bq, bs, bz], axis=0)
+        if n.op == "conv":
+            k = int(t[f"{n.name}.weight"].shape[2])
+            y = self.op("Conv", [xf, wf, bf], kernel_shape=[k, k], pads=[k // 2] * 4)
+        else:
+            y = self.op("Gemm", [xf, wf, bf], transB=1)
+        if st.requant:  # a uint8 Q with zero point 0 clamps at 0: the fused ReLU costs nothing
+            self._requantize(st.output, self._relu_if_needed(st, y))
+        else:
+            self.fvals[st.output] = self.op("Relu", [y]) if st.fused is not None else y
+
+    def _relu_if_needed(self, st: Any, y: str) -> str:
+        act = self.acts[st.output]
+        if st.fused is None or (act.dtype == "uint8" and act.zero_point == 0):
+            return y
+        return self.op("Relu", [y])
+
+    def _requantize(self, value: str, y: str) -> None:
+        scale, zp = self._act_consts(value)
+        self.qvals[value] = self.op("QuantizeLinear", [y, scale, zp])
+
+    def run(self, inputs: dict[str, str]) -> None:
+        self.fvals.update(inputs)
+        for st in self.plan.steps:
+            n = st.node
+            if st.integer and n.op in ("conv", "linear"):
+                self._int_layer(st)
+            elif st.integer and n.op in ("add", "add_bias"):
+                a = self.dequantized(n.inputs[0])
+                bq = self.quantized(n.inputs[1])
+                if n.op == "add_bias":
+                    axes = self.const("axes_2_3", [2, 3], np.int64)
+                    scale, zp = self._act_consts(n.inputs[1])
+                    bq = self.op("Unsqueeze", [bq, axes])
+                    bf = self.op("DequantizeLinear", [bq, scale, zp])
+                else:
+                    bf = self.floating(n.inputs[1])
+                self._requantize(st.output, self._relu_if_needed(st, self.op("Add", [a, bf])))
+            elif st.integer and n.op == "flatten":
+                self.qvals[st.output] = self.op("Flatten", [self.quantized(n.inputs[0])], axis=1)
+            else:
+                xs = [self.floating(v) for v in n.inputs]
+                self.t = {k: np.asarray(v, np.float32) for k, v in self.raw.items()
+                          if k.startswith(f"{n.name}.") and np.asarray(v).dtype.kind == "f"}
+                y = self.node(n, xs)
+                self.fvals[st.output] = self.op("Relu", [y]) if st.fused is not None else y
+        self.outputs_f = {key: self.floating(value) for key, value in self.graph.outputs.items()}
+
+
 def _output_dims(name: str, config: NetConfig, size: str | int) -> list[str | int]:
     points = "points" if isinstance(size, str) else size * size
     moves = "moves" if isinstance(size, str) else size * size + 1
@@ -160,14 +281,22 @@ def onnx_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: str
     except ImportError:
         raise KosumiError("ONNX export needs the onnx package (pip install 'kosumi[onnx]')") \
             from None
-    if precision not in PRECISIONS:
+    bits = int(config.quantization.get("bits", 32)) if config.quantized else 32
+    if bits == 8:
+        precision = "int8"
+    elif bits == 16:
+        precision = "fp16"  # a 16-bit net is its fp16 ONNX
+    elif precision not in PRECISIONS:
         raise KosumiError(f"ONNX precision {precision!r} is not one of {', '.join(PRECISIONS)} "
-                          "(int8 ONNX comes from a quantized net)")
+                          "(int8 ONNX comes from a quantized net: kosumi quantize --bits 8)")
     graph = inference_graph(config)
-    folded = fold_batchnorm(config, tensors)
+    folded = tensors if config.quantized else fold_batchnorm(config, tensors)
     half = precision == "fp16"
-    b = _OnnxBuilder(graph, {k: v.astype(np.float16 if half else np.float32)
-                             for k, v in folded.items()}, half)
+    if bits == 8:
+        b: _OnnxBuilder = _QdqBuilder(graph, folded, config)
+    else:
+        b = _OnnxBuilder(graph, {k: v.astype(np.float16 if half else np.float32)
+                                 for k, v in folded.items()}, half)
     size: str | int = graph.fixed_size or "size"
     fl = b.TP.FLOAT
     inputs = [helper.make_tensor_value_info("planes", fl, ["batch", graph.num_planes, size, size])]
@@ -175,8 +304,13 @@ def onnx_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: str
     if graph.has_globals:
         inputs.append(helper.make_tensor_value_info("globals", fl, ["batch", graph.num_globals]))
         values["globals"] = b.op("Cast", ["globals"], to=b.elem) if half else "globals"
-    for n in graph.nodes:
-        values[n.output] = b.node(n, [values[x] for x in n.inputs])
+    if bits == 8:
+        b.run(values)  # type: ignore[attr-defined]
+    else:
+        for n in graph.nodes:
+            values[n.output] = b.node(n, [values[x] for x in n.inputs])
+    if bits == 8:
+        values.update({v: b.outputs_f[k] for k, v in graph.outputs.items()})  # type: ignore
     outputs = []
     for key, value in graph.outputs.items():
         if half:

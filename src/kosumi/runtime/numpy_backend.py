@@ -18,6 +18,7 @@ from kosumi.errors import KosumiError
 from kosumi.nets.config import NetConfig
 from kosumi.nets.fold import fold_batchnorm
 from kosumi.nets.graph import Graph, Node, inference_graph
+from kosumi.nets.quant import check_quantized_tensors
 from kosumi.runtime.backend import Backend
 from kosumi.runtime.options import LoadOptions
 
@@ -45,12 +46,22 @@ class NumpyBackend(Backend):
     def __init__(self, config: NetConfig, tensors: dict[str, np.ndarray]):
         self.config = config
         self.graph: Graph = inference_graph(config)
-        self.t = fold_batchnorm(config, tensors)
+        if config.quantized:  # a 16-bit net: its folded float16 tensors, computed in float32
+            check_quantized_tensors(config, tensors, "fp16 net")
+            self.t = {k: np.asarray(v, dtype=np.float32) for k, v in tensors.items()}
+        else:
+            self.t = fold_batchnorm(config, tensors)
         # layouts for the hot path: dense weights transposed once
         self.dense = {n.name: np.ascontiguousarray(self.t[f"{n.name}.weight"].T)
                       for n in self.graph.nodes if n.op == "linear"}
 
     def forward(self, planes: np.ndarray, globals: np.ndarray | None) -> dict[str, np.ndarray]:
+        v = self.values(planes, globals)
+        return {key: np.ascontiguousarray(v[name], dtype=np.float32)
+                for key, name in self.graph.outputs.items()}
+
+    def values(self, planes: np.ndarray, globals: np.ndarray | None) -> dict[str, np.ndarray]:
+        """Every value of the graph (channels-last) for one batch: what calibration reads."""
         v: dict[str, Any] = {"planes": np.ascontiguousarray(
             np.asarray(planes, dtype=np.float32).transpose(0, 2, 3, 1))}
         if self.graph.has_globals:
@@ -59,52 +70,69 @@ class NumpyBackend(Backend):
             v["globals"] = np.asarray(globals, dtype=np.float32)
         for node in self.graph.nodes:
             v[node.output] = self._run(node, [v[name] for name in node.inputs])
-        return {key: np.ascontiguousarray(v[name], dtype=np.float32)
-                for key, name in self.graph.outputs.items()}
+        return v
 
     def _run(self, node: Node, xs: list[np.ndarray]) -> np.ndarray:
-        t, op = self.t, node.op
-        if op == "conv":
-            return conv_nhwc(xs[0], t[f"{node.name}.weight"], t[f"{node.name}.bias"])
-        if op == "linear":
-            return xs[0] @ self.dense[node.name] + t[f"{node.name}.bias"]
-        if op == "relu":
-            return np.maximum(xs[0], 0.0)
-        if op == "add":
-            return xs[0] + xs[1]
-        if op == "add_bias":
-            return xs[0] + xs[1][:, None, None, :]
-        if op == "affine":
-            return xs[0] * t[f"{node.name}.scale"] + t[f"{node.name}.bias"]
-        if op == "mean_max":
-            return np.concatenate((xs[0].mean(axis=(1, 2)), xs[0].max(axis=(1, 2))), axis=1)
-        if op == "area":
-            return xs[0][..., 0].sum(axis=(1, 2))[:, None]
-        if op in ("kata_gpool", "kata_vpool"):
-            x, area = xs
-            mean = x.sum(axis=(1, 2)) / area
-            off = np.sqrt(area) - 14.0
-            third = x.max(axis=(1, 2)) if op == "kata_gpool" \
-                else mean * (off * off / 100.0 - 0.1)
-            return np.concatenate((mean, mean * (off / 10.0), third), axis=1)
-        if op == "flatten":  # channel-major, as the NCHW graph defines it
-            return xs[0].transpose(0, 3, 1, 2).reshape(xs[0].shape[0], -1)
-        if op == "concat":
-            return np.concatenate(xs, axis=1)
-        if op == "squeeze":
-            return xs[0][:, 0]
-        raise KosumiError(f"numpy backend: unknown op {op!r} in layer {node.name}")
+        return float_op(node, xs, self.t, self.dense)
+
+
+def float_op(node: Node, xs: list[np.ndarray], t: dict[str, np.ndarray],
+             dense: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """One graph op in float32 on channels-last values (``dense``: transposed linear weights,
+    to skip the transpose)."""
+    op = node.op
+    if op == "conv":
+        return conv_nhwc(xs[0], t[f"{node.name}.weight"].astype(np.float32, copy=False),
+                         t[f"{node.name}.bias"].astype(np.float32))
+    if op == "linear":
+        w = dense[node.name] if dense and node.name in dense \
+            else t[f"{node.name}.weight"].astype(np.float32, copy=False).T
+        return xs[0] @ w + t[f"{node.name}.bias"].astype(np.float32)
+    if op == "relu":
+        return np.maximum(xs[0], 0.0)
+    if op == "add":
+        return xs[0] + xs[1]
+    if op == "add_bias":
+        return xs[0] + xs[1][:, None, None, :]
+    if op == "affine":
+        return xs[0] * t[f"{node.name}.scale"] + t[f"{node.name}.bias"]
+    if op == "mean_max":
+        return np.concatenate((xs[0].mean(axis=(1, 2)), xs[0].max(axis=(1, 2))), axis=1)
+    if op == "area":
+        return xs[0][..., 0].sum(axis=(1, 2))[:, None]
+    if op in ("kata_gpool", "kata_vpool"):
+        x, area = xs
+        mean = x.sum(axis=(1, 2)) / area
+        off = np.sqrt(area) - 14.0
+        third = x.max(axis=(1, 2)) if op == "kata_gpool" else mean * (off * off / 100.0 - 0.1)
+        return np.concatenate((mean, mean * (off / 10.0), third), axis=1)
+    if op == "flatten":  # channel-major, as the NCHW graph defines it
+        return xs[0].transpose(0, 3, 1, 2).reshape(xs[0].shape[0], -1)
+    if op == "concat":
+        return np.concatenate(xs, axis=1)
+    if op == "squeeze":
+        return xs[0][:, 0]
+    raise KosumiError(f"numpy backend: unknown op {op!r} in layer {node.name}")
 
 
 def open_numpy(config: NetConfig, source: dict[str, np.ndarray] | Path,
-               options: LoadOptions) -> NumpyBackend:
-    """The backend factory registered as ``numpy``: CPU only, float32."""
+               options: LoadOptions) -> Backend:
+    """The backend factory registered as ``numpy``: CPU only; float nets in float32, nets
+    quantized to 8 bits in integers (``runtime.numpy_int8``)."""
     if isinstance(source, Path):
         raise KosumiError(f"{source}: the numpy backend runs kosumi, KataGo and Leela Zero "
                           "nets, not this file")
     if options.device not in (None, "cpu"):
         raise KosumiError(f"the numpy backend runs on the CPU only, not --device "
                           f"{options.device}")
-    if options.precision not in ("auto", "fp32"):
-        raise KosumiError(f"the numpy backend runs fp32 nets (asked for {options.precision})")
+    bits = int(config.quantization.get("bits", 32)) if config.quantized else 32
+    if bits == 8:
+        if options.precision not in ("auto", "int8"):
+            raise KosumiError(f"an int8 net runs in int8 (asked for {options.precision})")
+        from kosumi.runtime.numpy_int8 import Int8NumpyBackend
+
+        return Int8NumpyBackend(config, source)
+    if options.precision not in ("auto", "fp32", "fp16" if bits == 16 else "fp32"):
+        raise KosumiError(f"the numpy backend runs this net in float (asked for "
+                          f"{options.precision})")
     return NumpyBackend(config, source)

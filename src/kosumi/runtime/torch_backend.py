@@ -57,6 +57,9 @@ def open_torch(config: NetConfig, source: dict[str, np.ndarray] | Path,
     if isinstance(source, Path):
         raise KosumiError(f"{source}: the torch backend runs kosumi, KataGo and Leela Zero nets, "
                           "not this file")
+    if config.quantized:
+        raise KosumiError(f"a {config.quantization.get('bits')}-bit quantized net runs on the "
+                          "numpy and onnxruntime backends, not torch")
     if options.precision == "int8":
         raise KosumiError("the torch backend runs fp32 and fp16 nets, not int8")
     half = options.precision == "fp16"

@@ -1,0 +1,236 @@
+"""kosumi's int8 PTQ against ONNX Runtime's own ``quantize_static``, side by side, one run.
+
+    python benchmarks/quantize_fidelity.py --model default --calib CALIB [--keep-float auto]
+                                           [--method mse] [--calib-size 512] [--out q.json]
+
+Both quantize the same model on the same calibration positions (``CALIB``: a positions or
+label folder, other games than the reference set) and are judged on the same held-out positions
+(KataGo's 300 reference positions in ``../shared/reference``):
+
+- kosumi: ``kosumi quantize MODEL --bits 8 --calib CALIB`` (the options given), run by the
+  numpy integer backend and by ONNX Runtime (its explicit Q/DQ export);
+- the peer: kosumi's fp32 ONNX export of the model, quantized by
+  ``onnxruntime.quantization.quantize_static`` (QDQ, per-channel int8 weights, uint8
+  activations, MinMax calibration on the same positions, which it takes for mixed board sizes),
+  run by ONNX Runtime. Features, masking and softmax are kosumi's for both (``NetEvaluator``).
+
+Against the float net (ONNX Runtime fp32): top-1 agreement, tie-aware agreement (the float
+probability of the int8 choice is at least 95% of the float best), policy KL(float || int8),
+value MAE; against the teacher (KataGo's outputs in the reference file): top-1 and KL of each.
+Speed: evals/s at batch 16 and 1, 1 thread, 9x9 and 19x19, the three ONNX files interleaved in
+one ``kosumi bench``-style run, with the ratios over fp32. One JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from kosumi.nets.formats import read_model
+from kosumi.nets.onnx import onnx_bytes
+from kosumi.quantize import QuantizeOptions, quantize_model
+from kosumi.quantize.calibration import read_calibration
+from kosumi.runtime import NetEvaluator, load_evaluator
+from kosumi.runtime.analyze import position_from_json
+from kosumi.runtime.evaluator import same_size_chunks
+from kosumi.runtime.onnxruntime_backend import OnnxRuntimeBackend
+from kosumi.runtime.options import LoadOptions
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT.parent / "shared" / "reference" / "katago-g170-b6c96" / "raw_nn.jsonl"
+
+
+def kl(p: np.ndarray, q: np.ndarray) -> float:
+    return float(np.sum(np.where(p > 0, p * (np.log(np.maximum(p, 1e-30))
+                                             - np.log(np.maximum(q, 1e-30))), 0.0)))
+
+
+def evaluate(ev, states):
+    out = []
+    for i in range(0, len(states), 32):
+        out.extend(ev.evaluate(states[i:i + 32]))
+    return out
+
+
+def against_float(ref, got, sizes) -> dict:
+    rows = {}
+    for n in sorted(set(sizes), reverse=True):
+        idx = [i for i, s in enumerate(sizes) if s == n]
+        top1 = [int(np.argmax(ref[i].policy)) == int(np.argmax(got[i].policy)) for i in idx]
+        tie = [ref[i].policy[int(np.argmax(got[i].policy))] >= 0.95 * ref[i].policy.max()
+               for i in idx]
+        rows[f"{n}x{n}"] = {
+            "positions": len(idx),
+            "top1": round(float(np.mean(top1)), 4),
+            "top1_tie_aware": round(float(np.mean(tie)), 4),
+            "policy_kl": float(f"{np.mean([kl(ref[i].policy, got[i].policy) for i in idx]):.3g}"),
+            "value_mae": float(f"{np.mean([abs(ref[i].value - got[i].value) for i in idx]):.3g}"),
+        }
+    return rows
+
+
+def against_teacher(records, got) -> dict:
+    rows = {}
+    for n in (19, 9):
+        idx = [i for i, r in enumerate(records) if r["board_size"] == n]
+        if not idx or got[idx[0]] is None:
+            continue
+        top1, kls = [], []
+        for i in idx:
+            k = records[i]["katago_raw_nn"]
+            p = np.array([0.0 if x is None else x for x in k["policy"]] + [k["policyPass"]])
+            top1.append(int(np.argmax(p)) == int(np.argmax(got[i].policy)))
+            kls.append(kl(p, got[i].policy.astype(np.float64)))
+        rows[f"{n}x{n}"] = {"top1": round(float(np.mean(top1)), 4),
+                            "policy_kl": round(float(np.mean(kls)), 4)}
+    return rows
+
+
+def quantize_static_peer(model: str, calib_states, out: Path) -> Path:
+    """kosumi's fp32 ONNX of ``model`` quantized by ONNX Runtime's quantize_static."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    _, ckpt = read_model(model)
+    fp32 = out.with_suffix(".fp32.onnx")
+    fp32.write_bytes(onnx_bytes(ckpt.config, ckpt.tensors, "fp32"))
+    ev = load_evaluator(model, backend="numpy", cache=False)
+    batches = []
+    for chunk in same_size_chunks(calib_states, 32):
+        planes, glob = ev.features.encode([calib_states[i] for i in chunk])
+        feed = {"planes": planes}
+        if glob is not None:
+            feed["globals"] = glob
+        batches.append(feed)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(batches)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    quantize_static(str(fp32), str(out), Reader(), quant_format=QuantFormat.QDQ,
+                    per_channel=True, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax)
+    return out
+
+
+def speed(files: dict[str, Path], sizes=(9, 19), batches=(1, 16), seconds=0.5,
+          rounds=5) -> dict:
+    """evals/s of each ONNX file, cells interleaved (round-robin) on 1 thread."""
+    from kosumi.nets.features import get_feature_set
+    from kosumi.runtime.bench import bench_states
+
+    sessions = {k: OnnxRuntimeBackend(p, LoadOptions(threads=1)) for k, p in files.items()}
+    cells = []
+    for name, be in sessions.items():
+        feats = "basic" if "globals" in be.inputs else "lz18"
+        fs = get_feature_set(feats)
+        for n in sizes:
+            for b in batches:
+                cells.append((name, n, b, fs.encode(bench_states(n, b)), []))
+    for name, _, _, inputs, _ in cells:  # warm-up
+        sessions[name].forward(*inputs)
+        sessions[name].forward(*inputs)
+    for r in range(rounds):
+        k = r % len(cells)
+        for name, _, _, inputs, times in cells[k:] + cells[:k]:
+            end = time.perf_counter() + seconds
+            while True:
+                t0 = time.perf_counter()
+                sessions[name].forward(*inputs)
+                t1 = time.perf_counter()
+                times.append(t1 - t0)
+                if t1 >= end:
+                    break
+    out: dict = {}
+    for name, n, b, _, times in cells:
+        out.setdefault(f"{n}x{n} batch {b}", {})[name] = round(b * len(times) / sum(times), 1)
+    for row in out.values():
+        base = row.get("fp32")
+        for name in list(row):
+            if base and name != "fp32":
+                row[f"{name}_x_fp32"] = round(row[name] / base, 2)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="default")
+    ap.add_argument("--calib", required=True)
+    ap.add_argument("--calib-size", type=int, default=512)
+    ap.add_argument("--method", default="mse")
+    ap.add_argument("--keep-float", default="auto")
+    ap.add_argument("--reference", type=Path, default=REFERENCE)
+    ap.add_argument("--no-speed", action="store_true")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    if not args.reference.exists():
+        sys.exit(f"{args.reference} is absent (the shared reference folder)")
+    records = [json.loads(x) for x in args.reference.read_text().splitlines() if x.strip()]
+    float_ev = load_evaluator(args.model, backend="onnxruntime", cache=False)
+    records = [r for r in records if float_ev.supports_size(r["board_size"])]
+    states = [position_from_json(json.dumps(r), r["id"]).state for r in records]
+    sizes = [s.size for s in states]
+    ref = evaluate(float_ev, states)
+    keep = args.keep_float if args.keep_float in ("auto", "none") else args.keep_float.split(",")
+    report: dict = {"model": args.model, "calibration": args.calib,
+                    "calibration_positions": args.calib_size,
+                    "kosumi_options": {"method": args.method, "keep_float": args.keep_float}}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        q = tmp_path / "kosumi-int8.safetensors"
+        t = time.perf_counter()
+        rep, nbytes = quantize_model(args.model, q, QuantizeOptions(method=args.method,
+                                                                     keep_float=keep),
+                                     calib=args.calib, calib_limit=args.calib_size)
+        report["kosumi_quantize_seconds"] = round(time.perf_counter() - t, 1)
+        report["kosumi_kept_float"] = rep.scheme.info.get("keep_float")
+        report["kosumi_bytes"] = nbytes
+        calib_states = read_calibration(args.calib, args.calib_size)
+        t = time.perf_counter()
+        peer = quantize_static_peer(args.model, calib_states, tmp_path / "static.onnx")
+        report["quantize_static_seconds"] = round(time.perf_counter() - t, 1)
+        _, ckpt = read_model(args.model)
+        peer_ev = NetEvaluator(OnnxRuntimeBackend(peer, LoadOptions()), ckpt.config,
+                               name="quantize_static")
+        runs = {
+            "kosumi int8 (numpy)": load_evaluator(q, backend="numpy", cache=False),
+            "kosumi int8 (onnxruntime)": load_evaluator(q, backend="onnxruntime", cache=False),
+            "quantize_static (onnxruntime)": peer_ev,
+        }
+        got = {name: evaluate(ev, states) for name, ev in runs.items()}
+        report["vs_float"] = {name: against_float(ref, g, sizes) for name, g in got.items()}
+        report["vs_teacher"] = {"float": against_teacher(records, ref),
+                                **{name: against_teacher(records, g) for name, g in got.items()}}
+        a, b = got["kosumi int8 (numpy)"], got["kosumi int8 (onnxruntime)"]
+        report["onnxruntime_vs_integer_reference_max_policy_diff"] = float(
+            f"{max(float(np.abs(x.policy - y.policy).max()) for x, y in zip(a, b)):.3g}")
+        if not args.no_speed:
+            kosumi_onnx = tmp_path / "kosumi-int8.onnx"
+            _, qck = read_model(q)
+            kosumi_onnx.write_bytes(onnx_bytes(qck.config, qck.tensors))
+            fp32 = peer.with_suffix(".fp32.onnx")
+            report["speed_evals_per_s"] = speed({"fp32": fp32, "kosumi_int8": kosumi_onnx,
+                                                 "quantize_static": peer})
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,412 @@
+"""Post-training quantization: a float net + calibration positions -> a quantized net.
+
+``quantize_net(checkpoint, states, options)`` returns the quantized ``Checkpoint`` (config with
+its ``QuantScheme``, the folded graph's tensors: int8 weights, int32 biases, scales and
+fixed-point multipliers) and a report (the per-layer sensitivity table, what was kept in float).
+
+Steps (``bits`` 8):
+
+1. fold the batch norms (``nets.fold``) and build the inference graph (``nets.graph``);
+2. run the float graph over the calibration positions and keep every value's range
+   (``quantize.calibration``);
+3. choose the layers kept in float: ``none``; a list of layer names; or ``auto``: quantize one
+   layer at a time (``sensitivity``) and keep the most sensitive ones in float while their
+   weights stay within ``float_budget`` of the net's parameters;
+4. quantize: weights symmetric per output channel to [-weight_max, weight_max] (127, or 63 on
+   x86 CPUs without VNNI, where ONNX Runtime's uint8 x int8 kernels can saturate), activations
+   per tensor from the calibrated ranges (uint8 where never negative, else int8; zero points 0),
+   biases to int32, every requantisation to an int32 multiplier and a shift. Any integer that
+   does not fit int32 is an error naming the layer.
+
+``bits`` 16: the folded tensors in float16, no calibration.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from kosumi.errors import KosumiError
+from kosumi.go.board import GameState
+from kosumi.nets.checkpoint import Checkpoint
+from kosumi.nets.config import NetConfig
+from kosumi.nets.features import get_feature_set
+from kosumi.nets.fold import fold_batchnorm
+from kosumi.nets.graph import WEIGHTED_OPS, Graph, inference_graph
+from kosumi.nets.quant import (
+    ActQuant,
+    QuantScheme,
+    add_multipliers,
+    check_int32,
+    integer_plan,
+    quantize_multiplier,
+)
+from kosumi.quantize.calibration import ValueStats, activation_range, collect_stats
+from kosumi.quantize.equalize import equalize_blocks, equalize_stream, weight_bias_correction
+
+KEEP_FLOAT_AUTO = "auto"
+
+
+@dataclass
+class QuantizeOptions:
+    """How to quantize (see the module docstring)."""
+
+    bits: int = 8
+    method: str = "mse"
+    percentile: float = 99.99
+    keep_float: str | list[str] = KEEP_FLOAT_AUTO  # "auto" | "none" | layer names
+    float_budget: float = 0.05  # auto: at most this fraction of the parameters stays float
+    weight_max: int | None = None  # None: by this CPU (127 with VNNI or on ARM, else 63)
+    activations: str = "uint8"  # "uint8" (ONNX Runtime on CPUs) | "int8" (TensorRT)
+    eval_positions: int = 128  # sensitivity: positions of the calibration set to judge on
+    sensitivity: bool = True  # measure the per-layer table (auto needs it)
+    equalize: bool = True  # cross-layer equalization inside residual blocks
+    bias_correction: bool = True  # remove the mean shift weight rounding causes
+    empirical_bias: bool = False  # ... and, layer by layer, the shift all rounding causes
+    stream_balance: float | None = None  # equalize_stream's b (None: off; it did not help
+    #                                      the default net, benchmarks/RESULTS.md)
+
+
+@dataclass
+class LayerSensitivity:
+    name: str
+    parameters: int
+    sqnr_db: float  # of the net's outputs (the worst of them) with only this layer quantized
+    max_policy_error: float
+    top1: float  # agreement with the float net, only this layer quantized
+    kept_float: bool = False
+
+
+@dataclass
+class QuantizeReport:
+    scheme: QuantScheme
+    sensitivity: list[LayerSensitivity] = field(default_factory=list)
+    agreement: dict[str, float] = field(default_factory=dict)  # the whole net vs float
+
+
+def default_weight_max() -> int:
+    """127 where int8 dot products do not saturate (VNNI on x86, or ARM), else 63."""
+    from kosumi.runtime.cpu import cpu_capabilities
+
+    caps = cpu_capabilities()
+    if caps["arch"] in ("x86_64", "amd64", "i686") and not caps.get("vnni"):
+        return 63
+    return 127
+
+
+# ---------------------------------------------------------------------------- building blocks
+def _check_float_net(ckpt: Checkpoint, source: str) -> None:
+    if ckpt.config.quantized:
+        raise KosumiError(f"{source}: already quantized ({ckpt.config.quantization.get('bits')}"
+                          " bits); quantize the float net it came from")
+    for name, t in ckpt.tensors.items():
+        if t.dtype.kind == "f" and not np.isfinite(t).all():
+            raise KosumiError(f"{source}: tensor {name!r} holds NaN or infinite values")
+
+
+def quantize_weights(w: np.ndarray, weight_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric per output channel: (int8 weights, float32 scales [O])."""
+    o = w.shape[0]
+    flat = w.reshape(o, -1).astype(np.float64)
+    amax = np.abs(flat).max(axis=1)
+    scale = np.where(amax > 0, amax / weight_max, 1.0 / weight_max)
+    q = np.clip(np.rint(flat / scale[:, None]), -weight_max, weight_max).astype(np.int8)
+    return q.reshape(w.shape), scale.astype(np.float32)
+
+
+def make_acts(graph: Graph, stats: dict[str, ValueStats], names: set[str], method: str,
+              percentile: float, activations: str = "uint8") -> dict[str, ActQuant]:
+    """Per value: uint8 (zero point 0) when never negative, else uint8 with zero point 128;
+    ``activations`` "int8": int8 with zero point 0 everywhere (TensorRT's symmetric int8)."""
+    if activations not in ("uint8", "int8"):
+        raise KosumiError(f"--activations {activations!r}: use uint8 or int8")
+    acts = {}
+    for name in sorted(names):
+        st = stats[name]
+        c = activation_range(name, st, method, percentile)
+        if activations == "int8":
+            acts[name] = ActQuant(scale=c / 127.0, dtype="int8")
+        elif st.nonnegative:
+            acts[name] = ActQuant(scale=c / 255.0, dtype="uint8")
+        else:
+            acts[name] = ActQuant(scale=c / 127.0, dtype="uint8", zero_point=128)
+    return acts
+
+
+def build_quantized(config: NetConfig, folded: dict[str, np.ndarray], layers: dict[str, str],
+                    acts_all: dict[str, ActQuant], weight_max: int,
+                    info: dict[str, Any] | None = None,
+                    input_means: dict[str, np.ndarray] | None = None) -> Checkpoint:
+    """The quantized net for given layer modes and activation quantizers (``acts_all``: every
+    value that may be needed). ``input_means``: per layer, the calibrated mean of its input
+    channels, for bias correction (None: no correction)."""
+    graph = inference_graph(config)
+    plan = integer_plan(graph, layers)
+    acts: dict[str, ActQuant] = {}
+    for v in plan.quantized:
+        src = plan.shared.get(v, v)
+        acts[v] = acts_all[src]
+    for out, src in plan.shared.items():  # a flatten's output shares its input's act
+        acts[out] = acts[src]
+    tensors: dict[str, np.ndarray] = {}
+    adds: dict[str, dict[str, int]] = {}
+    for st in plan.steps:
+        n = st.node
+        if n.op in WEIGHTED_OPS:
+            w, b = folded[f"{n.name}.weight"], folded[f"{n.name}.bias"]
+            if not st.integer:
+                tensors[f"{n.name}.weight"] = w.astype(np.float32)
+                tensors[f"{n.name}.bias"] = b.astype(np.float32)
+                continue
+            qw, sw = quantize_weights(w, weight_max)
+            sx = acts[n.inputs[0]].scale
+            mean_in = (input_means or {}).get(n.name)
+            if mean_in is not None and mean_in.shape[0] == w.shape[1]:
+                wq_float = qw.astype(np.float64) * sw.astype(np.float64).reshape(
+                    (-1,) + (1,) * (w.ndim - 1))
+                b = b.astype(np.float64) - weight_bias_correction(w, wq_float, mean_in)
+            tensors[f"{n.name}.weight"] = qw
+            tensors[f"{n.name}.weight_scale"] = sw
+            tensors[f"{n.name}.bias"] = check_int32(n.name, b.astype(np.float64)
+                                                    / (sx * sw.astype(np.float64)), "bias")
+            if st.requant:
+                m = sx * sw.astype(np.float64) / acts[st.output].scale
+                m0, shift = quantize_multiplier(m)
+                if (31 + shift.astype(np.int64) > 62).any() or (31 + shift < 1).any():
+                    raise KosumiError(f"layer {n.name}: its requantisation multiplier is out "
+                                      "of int32 fixed-point range (recalibrate)")
+                tensors[f"{n.name}.multiplier"] = m0
+                tensors[f"{n.name}.shift"] = shift
+        elif st.integer and n.op in ("add", "add_bias"):
+            sa, sb = (acts[x].scale for x in n.inputs)
+            sy = acts[st.output].scale
+            adds[n.name] = add_multipliers(sa / sy, sb / sy)
+            if max(abs(adds[n.name]["ma"]), abs(adds[n.name]["mb"])) > 2**31:
+                raise KosumiError(f"layer {n.name}: its add rescale overflows int32")
+        elif n.op == "affine":
+            tensors[f"{n.name}.scale"] = folded[f"{n.name}.scale"].astype(np.float32)
+            tensors[f"{n.name}.bias"] = folded[f"{n.name}.bias"].astype(np.float32)
+    kinds = {a.dtype for a in acts.values()}
+    scheme = QuantScheme(bits=8, layers=dict(layers), acts=acts, adds=adds,
+                         weight_max=weight_max, info=dict(info or {}),
+                         activations="int8" if kinds == {"int8"} else "uint8")
+    qconfig = replace(config, quantization=scheme.to_dict(), extra_tensors=[])
+    return Checkpoint(config=qconfig, tensors=tensors, metadata={})
+
+
+def fp16_net(config: NetConfig, folded: dict[str, np.ndarray],
+             info: dict[str, Any] | None = None) -> Checkpoint:
+    """``--bits 16``: the folded tensors as float16."""
+    scheme = QuantScheme(bits=16, info=dict(info or {}))
+    big = [k for k, v in folded.items() if np.abs(v).max() > 65504]
+    if big:
+        raise KosumiError(f"tensor {big[0]!r} has values beyond float16's range")
+    tensors = {k: v.astype(np.float16) for k, v in folded.items()}
+    return Checkpoint(config=replace(config, quantization=scheme.to_dict(), extra_tensors=[]),
+                      tensors=tensors, metadata={})
+
+
+# ---------------------------------------------------------------------------- judging
+def _outputs(backend: Any, batches: list[tuple[np.ndarray, np.ndarray | None]]
+             ) -> list[dict[str, np.ndarray]]:
+    return [backend.forward(p, g) for p, g in batches]
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def compare_outputs(ref: list[dict[str, np.ndarray]], got: list[dict[str, np.ndarray]]
+                    ) -> dict[str, float]:
+    """Against the float net, pooled over batches of any board sizes: the SQNR (dB) of each
+    raw output (``sqnr_db`` the smallest of them), the largest policy probability error and the
+    policy's top-1 agreement (raw logits, no legality mask: a property of the net itself)."""
+    noise: dict[str, float] = {}
+    signal: dict[str, float] = {}
+    top1, rows, worst = 0, 0, 0.0
+    for r_out, g_out in zip(ref, got):
+        for key, r in r_out.items():
+            g = g_out[key]
+            r2 = r.reshape(r.shape[0], -1)
+            centred = r2 - r2.mean(axis=1, keepdims=True) if r2.shape[1] > 1 else r2 - r2.mean()
+            noise[key] = noise.get(key, 0.0) + float(np.sum((r - g) ** 2))
+            signal[key] = signal.get(key, 0.0) + float(np.sum(centred ** 2))
+        pr, pg = _softmax(r_out["policy"]), _softmax(g_out["policy"])
+        worst = max(worst, float(np.abs(pr - pg).max()))
+        top1 += int(np.sum(pr.argmax(axis=1) == pg.argmax(axis=1)))
+        rows += pr.shape[0]
+    per = {k: (10 * math.log10(signal[k] / noise[k]) if noise[k] > 0 and signal[k] > 0
+               else float("inf")) for k in noise}
+    out = {"sqnr_db": round(min(per.values()), 2), "max_policy_error": worst,
+           "top1": top1 / max(1, rows)}
+    out.update({f"sqnr_{k}": round(v, 2) for k, v in per.items()})
+    return out
+
+
+def sensitivity(config: NetConfig, folded: dict[str, np.ndarray], acts_all: dict[str, ActQuant],
+                weight_max: int, batches: list[tuple[np.ndarray, np.ndarray | None]],
+                input_means: dict[str, np.ndarray] | None = None) -> list[LayerSensitivity]:
+    """Quantize one layer at a time (the others float): the policy's SQNR, largest error and
+    top-1 agreement with the float net."""
+    from kosumi.runtime.numpy_backend import NumpyBackend
+    from kosumi.runtime.numpy_int8 import Int8NumpyBackend
+
+    graph = inference_graph(config)
+    float_cfg = replace(config, quantization=QuantScheme(bits=16).to_dict())
+    ref = _outputs(NumpyBackend(float_cfg, folded), batches)
+    names = [n.name for n in graph.weighted()]
+    rows = []
+    for name in names:
+        layers = {m: ("int8" if m == name else "float") for m in names}
+        q = build_quantized(config, folded, layers, acts_all, weight_max,
+                            input_means=input_means)
+        c = compare_outputs(ref, _outputs(Int8NumpyBackend(q.config, q.tensors), batches))
+        rows.append(LayerSensitivity(name=name, parameters=int(folded[f"{name}.weight"].size),
+                                     sqnr_db=c["sqnr_db"], max_policy_error=c["max_policy_error"],
+                                     top1=c["top1"]))
+    return rows
+
+
+def choose_float_layers(rows: list[LayerSensitivity], budget: float,
+                        threshold_db: float = 45.0) -> list[str]:
+    """``auto``: the most sensitive layers first (lowest output SQNR when quantized alone, then
+    top-1), kept in float while their parameters stay within ``budget`` of the net's; a layer
+    is sensitive below ``threshold_db`` or when alone it changes a top move."""
+    total = sum(r.parameters for r in rows)
+    allowed = budget * total
+    keep, used = [], 0
+    for r in sorted(rows, key=lambda r: (r.sqnr_db, r.top1)):
+        if r.sqnr_db >= threshold_db and r.top1 >= 0.999:
+            continue
+        if used + r.parameters <= allowed:
+            keep.append(r.name)
+            used += r.parameters
+    return keep
+
+
+def empirical_bias_correction(config: NetConfig, folded: dict[str, np.ndarray],
+                              layers: dict[str, str], acts_all: dict[str, ActQuant],
+                              weight_max: int, batches: list[tuple[np.ndarray, np.ndarray | None]],
+                              input_means: dict[str, np.ndarray] | None) -> dict[str, np.ndarray]:
+    """Layer by layer, in order: quantize the net, measure the mean per-channel shift of the
+    layer's output against the float net on the batches (where the float value is positive, for
+    an output through a ReLU), and take it out of the layer's float bias. Returns the corrected
+    folded tensors."""
+    from kosumi.runtime.numpy_backend import NumpyBackend
+    from kosumi.runtime.numpy_int8 import Int8NumpyBackend
+
+    graph = inference_graph(config)
+    float_cfg = replace(config, quantization=QuantScheme(bits=16).to_dict())
+    ref = [NumpyBackend(float_cfg, folded).values(p, g) for p, g in batches]
+    out = dict(folded)
+    plan = integer_plan(graph, layers)
+    for st in plan.steps:
+        n = st.node
+        if not (st.integer and n.op in WEIGHTED_OPS):
+            continue
+        q = build_quantized(config, out, layers, acts_all, weight_max, input_means=input_means)
+        backend = Int8NumpyBackend(q.config, q.tensors)
+        total = count = None
+        for (p, g), fv in zip(batches, ref):
+            qv = backend.values(p, g)[st.output]
+            f = fv[st.output]
+            if qv.shape != f.shape:
+                continue
+            d = (qv - f).reshape(-1, f.shape[-1]).astype(np.float64)
+            w = (f > 0).reshape(-1, f.shape[-1]) if st.fused is not None else np.ones_like(d)
+            total = (d * w).sum(axis=0) + (0 if total is None else total)
+            count = w.sum(axis=0) + (0 if count is None else count)
+        if total is None:
+            continue
+        shift = np.where(count > 0, total / np.maximum(count, 1), 0.0)
+        out[f"{n.name}.bias"] = (out[f"{n.name}.bias"].astype(np.float64) - shift).astype(
+            np.float32)
+    return out
+
+
+# ---------------------------------------------------------------------------- the whole run
+def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOptions,
+                 source: str = "model", progress: Any = None) -> tuple[Checkpoint, QuantizeReport]:
+    """See the module docstring. ``progress(message)`` is called between steps."""
+    say = progress or (lambda message: None)
+    _check_float_net(ckpt, source)
+    config = ckpt.config
+    folded = fold_batchnorm(config, ckpt.tensors)
+    info: dict[str, Any] = {"source": source, "method": options.method}
+    if options.bits == 16:
+        return fp16_net(config, folded, info), QuantizeReport(QuantScheme(bits=16, info=info))
+    if options.bits != 8:
+        raise KosumiError(f"--bits {options.bits}: kosumi quantizes to 8 or 16 bits")
+    if not states:
+        raise KosumiError("the calibration set is empty")
+    from kosumi.runtime.numpy_backend import NumpyBackend
+
+    weight_max = options.weight_max or default_weight_max()
+    graph = inference_graph(config)
+    fs = get_feature_set(config.features)
+    float_cfg = replace(config, quantization=QuantScheme(bits=16).to_dict())
+    say(f"calibrating on {len(states)} positions")
+    stats = collect_stats(NumpyBackend(float_cfg, folded), fs, states)
+    if options.equalize:
+        folded, spread = equalize_blocks(config, folded, stats)
+        stream_spread = None
+        if options.stream_balance is not None:
+            folded, stream_spread = equalize_stream(config, folded, stats,
+                                                    options.stream_balance)
+        if spread:
+            info["equalized_blocks"] = {k: round(v, 1) for k, v in spread.items()}
+            if stream_spread is not None:
+                info["equalized_stream"] = round(stream_spread, 1)
+            say(f"equalized {len(spread)} blocks; calibrating again")
+            stats = collect_stats(NumpyBackend(float_cfg, folded), fs, states)
+    means = None
+    if options.bias_correction:
+        means = {n.name: stats[n.inputs[0]].chan_mean for n in graph.weighted()
+                 if n.inputs[0] in stats and stats[n.inputs[0]].chan_sum is not None}
+    names = [n.name for n in graph.weighted()]
+    all_int = {n: "int8" for n in names}
+    wanted = integer_plan(graph, all_int).quantized | {n.inputs[0] for n in graph.weighted()}
+    acts_all = make_acts(graph, stats, {v for v in wanted if v in stats}, options.method,
+                         options.percentile, options.activations)
+    info.update(calibration_positions=len(states),
+                calibration_sizes=sorted({s.size for s in states}), weight_max=weight_max)
+    from kosumi.runtime.evaluator import same_size_chunks
+
+    judge = states[:: max(1, len(states) // options.eval_positions)][:options.eval_positions]
+    batches = [fs.encode([judge[i] for i in chunk]) for chunk in same_size_chunks(judge, 64)]
+    rows: list[LayerSensitivity] = []
+    if options.keep_float == KEEP_FLOAT_AUTO or options.sensitivity:
+        say(f"sensitivity: {len(names)} layers, one at a time, on {len(judge)} positions")
+        rows = sensitivity(config, folded, acts_all, weight_max, batches, means)
+    if options.keep_float == KEEP_FLOAT_AUTO:
+        keep = choose_float_layers(rows, options.float_budget)
+    elif options.keep_float in ("none", None, []):
+        keep = []
+    else:
+        keep = list(options.keep_float)  # type: ignore[arg-type]
+        unknown = [k for k in keep if k not in names]
+        if unknown:
+            raise KosumiError(f"--keep-float: no layer {unknown[0]!r} (layers: "
+                              f"{', '.join(names)})")
+    for r in rows:
+        r.kept_float = r.name in keep
+    layers = {n: ("float" if n in keep else "int8") for n in names}
+    if options.empirical_bias:
+        say("bias correction, layer by layer")
+        folded = empirical_bias_correction(config, folded, layers, acts_all, weight_max, batches,
+                                           means)
+    info["keep_float"] = keep
+    info["sensitivity"] = [r.__dict__ for r in rows]
+    q = build_quantized(config, folded, layers, acts_all, weight_max, info, means)
+    from kosumi.runtime.numpy_int8 import Int8NumpyBackend
+
+    ref = _outputs(NumpyBackend(float_cfg, folded), batches)
+    agreement = compare_outputs(ref, _outputs(Int8NumpyBackend(q.config, q.tensors), batches))
+    info["agreement_on_calibration"] = agreement
+    q.config.quantization["info"] = info
+    return q, QuantizeReport(scheme=QuantScheme.from_dict(q.config.quantization),
+                             sensitivity=rows, agreement=agreement)

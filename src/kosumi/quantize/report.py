@@ -1,0 +1,40 @@
+"""The text ``kosumi quantize`` prints: the per-layer sensitivity table and the result."""
+
+from __future__ import annotations
+
+import os
+from io import StringIO
+
+from kosumi.quantize.ptq import QuantizeReport
+
+
+def format_report(report: QuantizeReport, out: str | os.PathLike, nbytes: int) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    buf = StringIO()
+    console = Console(file=buf, width=110)
+    scheme = report.scheme
+    if report.sensitivity:
+        table = Table(title="sensitivity: each layer quantized alone (policy vs the float net)")
+        for col in ("layer", "parameters", "SQNR dB", "max policy err", "top-1", "kept"):
+            table.add_column(col, justify="left" if col == "layer" else "right")
+        for r in report.sensitivity:
+            table.add_row(r.name, f"{r.parameters:,}", f"{r.sqnr_db:.1f}",
+                          f"{r.max_policy_error:.4f}", f"{r.top1:.3f}",
+                          "float" if r.kept_float else "int8")
+        console.print(table)
+    if scheme.bits == 8:
+        kept = scheme.info.get("keep_float", [])
+        a = report.agreement
+        console.print(f"int8: {len(scheme.int_layers())} layers int8, {len(kept)} kept float "
+                      f"({', '.join(kept) or 'none'}); weights in +-{scheme.weight_max}; "
+                      f"activations by {scheme.info.get('method')}")
+        console.print(f"whole net vs float on {scheme.info.get('calibration_positions')} "
+                      f"calibration positions' sample: top-1 {a.get('top1', 0):.3f}, policy "
+                      f"SQNR {a.get('sqnr_db', 0):.1f} dB, max policy error "
+                      f"{a.get('max_policy_error', 0):.4f}")
+    else:
+        console.print("fp16: every tensor float16")
+    console.print(f"wrote {out}: {nbytes:,} bytes")
+    return buf.getvalue().rstrip()

@@ -373,9 +373,27 @@ def quantize_command(
     weight_range: int | None = typer.Option(None, "--weight-range", help="Largest int8 weight "
                                             "(127; 63 avoids saturation on x86 without VNNI; "
                                             "default: by this CPU)."),
+    activations: str = typer.Option("uint8", "--activations", help="uint8 (ONNX Runtime on "
+                                    "CPUs) or int8 (symmetric: TensorRT)."),
+    qat: bool = typer.Option(False, "--qat", help="Fine-tune through the quantization (QAT)."),
+    data: Path | None = typer.Option(None, "--data", help="QAT: a label folder (kosumi label), "
+                                     "or a positions folder with --qat-target float."),
+    steps: int = typer.Option(500, "--steps", min=1, help="QAT: optimizer steps."),
+    qat_target: str = typer.Option("float", "--qat-target", help="QAT: learn the float net's "
+                                   "own outputs (float; --data may be a positions folder), or "
+                                   "the labels' teacher targets (teacher)."),
+    qat_batch: int = typer.Option(128, "--qat-batch", min=1, help="QAT: positions per step."),
+    lr: float = typer.Option(1e-4, "--lr", help="QAT: peak learning rate (cosine decay)."),
+    seed: int = typer.Option(0, "--seed", help="QAT: seed of the batch order."),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="QAT: torch threads."),
+    resume: bool = typer.Option(False, "--resume", help="QAT: continue the run saved beside "
+                                "--out (OUT.qat-state)."),
+    stop_after: int | None = typer.Option(None, "--stop-after", min=1, help="QAT: stop this "
+                                          "invocation after K steps (then --resume)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Quantize a net to int8 (PTQ) or fp16, with a per-layer sensitivity table."""
+    """Quantize a net to int8 (PTQ, or QAT with --qat) or fp16, with a per-layer sensitivity
+    table."""
     import json
 
     from kosumi.quantize import QuantizeOptions, quantize_model
@@ -383,14 +401,32 @@ def quantize_command(
     keep: str | list[str] = keep_float if keep_float in ("auto", "none") else [
         k.strip() for k in keep_float.split(",") if k.strip()]
     options = QuantizeOptions(bits=bits, method=method, keep_float=keep,
-                              float_budget=float_budget, weight_max=weight_range)
+                              float_budget=float_budget, weight_max=weight_range,
+                              activations=activations)
     if weight_range is not None and not 1 <= weight_range <= 127:
         fail(f"--weight-range {weight_range}: use 1..127")
+    if qat and data is None:
+        fail("--qat needs --data LABELS (a label folder)")
+    qat_options = None
+    if qat:
+        from kosumi.quantize.qat import QatOptions
+
+        qat_options = QatOptions(steps=steps, batch=qat_batch, lr=lr, target=qat_target,
+                                 seed=seed, threads=threads, stop_after=stop_after)
     try:
         report, nbytes = quantize_model(model, out, options, calib=calib, calib_limit=calib_size,
-                                        progress=lambda m: typer.echo(m, err=True))
+                                        progress=lambda m: typer.echo(m, err=True),
+                                        qat_data=data if qat else None, qat_options=qat_options,
+                                        resume=resume, progress_bar=not as_json)
     except KosumiError as e:
         fail(str(e))
+    except Exception as e:  # QatStopped only; anything else is re-raised
+        from kosumi.quantize.qat import QatStopped
+
+        if not isinstance(e, QatStopped):
+            raise
+        typer.echo(f"{e}; nothing written to {out} yet")
+        return
     if as_json:
         typer.echo(json.dumps({"out": str(out), "bytes": nbytes,
                                "scheme": report.scheme.to_dict()}, indent=2))

@@ -23,8 +23,12 @@ __all__ = ["QuantizeOptions", "QuantizeReport", "quantize_model"]
 
 def quantize_model(source: str | os.PathLike, out: str | os.PathLike, options: QuantizeOptions,
                    calib: str | os.PathLike | None = None, calib_limit: int = 512,
-                   progress: Any = None) -> tuple[QuantizeReport, int]:
-    """Quantize ``source`` into ``out`` (see the module docstring): (report, bytes written)."""
+                   progress: Any = None, qat_data: str | os.PathLike | None = None,
+                   qat_options: Any = None, resume: bool = False,
+                   progress_bar: bool = False) -> tuple[QuantizeReport, int]:
+    """Quantize ``source`` into ``out`` (see the module docstring): (report, bytes written).
+    ``qat_data``: a label folder to fine-tune on (``quantize.qat``, with ``qat_options``),
+    resumable from ``OUT.qat-state`` with ``resume``."""
     from kosumi.fileio import output_errors
     from kosumi.models import resolve_model
     from kosumi.nets.checkpoint import save_checkpoint
@@ -34,6 +38,8 @@ def quantize_model(source: str | os.PathLike, out: str | os.PathLike, options: Q
     path = resolve_model(source)
     ckpt = read_net(path, what="quantize")
     states = []
+    if qat_data is not None and calib is None:
+        calib = qat_data  # a label folder is a calibration set too
     if options.bits == 8:
         if calib is None:
             raise KosumiError("--bits 8 needs --calib POSITIONS (a positions or label folder, "
@@ -44,7 +50,29 @@ def quantize_model(source: str | os.PathLike, out: str | os.PathLike, options: Q
             progress(f"{calib}: {skipped} positions of board sizes the net does not play left "
                      "out")
         states = spread(states, calib_limit)
-    qnet, report = quantize_net(ckpt, states, options, source=str(source), progress=progress)
+    qat = None
+    if qat_data is not None:
+        if options.bits != 8:
+            raise KosumiError("--qat trains an int8 net: give --bits 8")
+        from kosumi.quantize.qat import QatOptions, read_qat_data, run_qat
+
+        qopts = qat_options or QatOptions()
+        data = read_qat_data(qat_data, ckpt.config.board_sizes,
+                             need_labels=qopts.target == "teacher")
+        state = Path(str(out) + ".qat-state")
+
+        def qat(folded: Any, layers: Any, acts: Any, weight_max: int) -> Any:
+            if progress:
+                progress(f"QAT: {qopts.steps} steps on {data.count} positions of {qat_data} "
+                         f"(target: {qopts.target}); state in {state}")
+            trained, summary = run_qat(ckpt.config, folded, layers, acts, weight_max, data,
+                                       qopts, state, resume=resume, progress=progress_bar,
+                                       say=progress)
+            return trained, {**summary, "data": str(qat_data)}
+    elif resume:
+        raise KosumiError("--resume continues a QAT run: give --qat --data LABELS")
+    qnet, report = quantize_net(ckpt, states, options, source=str(source), progress=progress,
+                                qat=qat)
     prov = dict(qnet.config.provenance)
     prov["quantized_from"] = {"path": str(source), "bits": options.bits,
                               **({"calibration": str(calib)} if calib else {})}

@@ -87,14 +87,17 @@ class QuantizeReport:
     agreement: dict[str, float] = field(default_factory=dict)  # the whole net vs float
 
 
-def default_weight_max() -> int:
-    """127 where int8 dot products do not saturate (VNNI on x86, or ARM), else 63."""
-    from kosumi.runtime.cpu import cpu_capabilities
+def default_weight_max() -> tuple[int, str]:
+    """(127, why) where uint8 x int8 dot products do not saturate (VNNI on x86, or ARM), else
+    (63, why): without VNNI, ONNX Runtime's x86 kernels add pairs of uint8 x int8 products in
+    int16, which 255 * 127 * 2 overflows and 255 * 63 * 2 does not."""
+    from kosumi.runtime.cpu import cpu_capabilities, cpu_line
 
     caps = cpu_capabilities()
     if caps["arch"] in ("x86_64", "amd64", "i686") and not caps.get("vnni"):
-        return 63
-    return 127
+        return 63, (f"weights in +-63: no VNNI on this CPU ({cpu_line()}), where uint8 x int8 "
+                    "pairs would saturate int16")
+    return 127, f"weights in +-127, uint8 activations: this CPU ({cpu_line()})"
 
 
 # ---------------------------------------------------------------------------- building blocks
@@ -330,8 +333,11 @@ def empirical_bias_correction(config: NetConfig, folded: dict[str, np.ndarray],
 
 # ---------------------------------------------------------------------------- the whole run
 def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOptions,
-                 source: str = "model", progress: Any = None) -> tuple[Checkpoint, QuantizeReport]:
-    """See the module docstring. ``progress(message)`` is called between steps."""
+                 source: str = "model", progress: Any = None,
+                 qat: Any = None) -> tuple[Checkpoint, QuantizeReport]:
+    """See the module docstring. ``progress(message)`` is called between steps. ``qat``: a
+    callable (folded, layers, acts, weight_max) -> (trained folded, summary) run after the
+    layers and activation scales are chosen (``quantize.qat``)."""
     say = progress or (lambda message: None)
     _check_float_net(ckpt, source)
     config = ckpt.config
@@ -345,7 +351,10 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
         raise KosumiError("the calibration set is empty")
     from kosumi.runtime.numpy_backend import NumpyBackend
 
-    weight_max = options.weight_max or default_weight_max()
+    weight_max, why = (options.weight_max, "weights in +-%d (--weight-range)" % options.weight_max) \
+        if options.weight_max else default_weight_max()
+    info["kernels"] = why
+    say(f"{why}; activations {options.activations}")
     graph = inference_graph(config)
     fs = get_feature_set(config.features)
     float_cfg = replace(config, quantization=QuantScheme(bits=16).to_dict())
@@ -401,10 +410,16 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
                                            means)
     info["keep_float"] = keep
     info["sensitivity"] = [r.__dict__ for r in rows]
+    float_folded = folded
+    if qat is not None:
+        plan_acts = {v: acts_all[v] for v in integer_plan(graph, layers).quantized
+                     if v in acts_all}
+        folded, info["qat"] = qat(folded, layers, plan_acts, weight_max)
+        means = None  # the trained weights already answer for their own rounding
     q = build_quantized(config, folded, layers, acts_all, weight_max, info, means)
     from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
-    ref = _outputs(NumpyBackend(float_cfg, folded), batches)
+    ref = _outputs(NumpyBackend(float_cfg, float_folded), batches)  # the float net as given
     agreement = compare_outputs(ref, _outputs(Int8NumpyBackend(q.config, q.tensors), batches))
     info["agreement_on_calibration"] = agreement
     q.config.quantization["info"] = info

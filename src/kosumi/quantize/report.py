@@ -16,7 +16,8 @@ def format_report(report: QuantizeReport, out: str | os.PathLike, nbytes: int) -
     console = Console(file=buf, width=110)
     scheme = report.scheme
     if report.sensitivity:
-        table = Table(title="sensitivity: each layer quantized alone (policy vs the float net)")
+        table = Table(title="sensitivity: each layer quantized alone, against the float net "
+                            "(SQNR: the worst of its outputs)")
         for col in ("layer", "parameters", "SQNR dB", "max policy err", "top-1", "kept"):
             table.add_column(col, justify="left" if col == "layer" else "right")
         for r in report.sensitivity:
@@ -30,9 +31,15 @@ def format_report(report: QuantizeReport, out: str | os.PathLike, nbytes: int) -
         console.print(f"int8: {len(scheme.int_layers())} layers int8, {len(kept)} kept float "
                       f"({', '.join(kept) or 'none'}); weights in +-{scheme.weight_max}; "
                       f"activations by {scheme.info.get('method')}")
-        console.print(f"whole net vs float on {scheme.info.get('calibration_positions')} "
-                      f"calibration positions' sample: top-1 {a.get('top1', 0):.3f}, policy "
-                      f"SQNR {a.get('sqnr_db', 0):.1f} dB, max policy error "
+        console.print(f"kernels: {scheme.info.get('kernels')}")
+        if "qat" in scheme.info:
+            qat = scheme.info["qat"]
+            console.print(f"QAT: {qat['steps']} steps against the {qat['target']} targets, "
+                          f"lr {qat['lr']}, batch {qat['batch']}, {qat['positions']} positions")
+        console.print(f"whole net vs float on a sample of the calibration positions "
+                      f"(raw logits): top-1 {a.get('top1', 0):.3f}, policy SQNR "
+                      f"{a.get('sqnr_policy', 0):.1f} dB, worst output SQNR "
+                      f"{a.get('sqnr_db', 0):.1f} dB, max policy error "
                       f"{a.get('max_policy_error', 0):.4f}")
     else:
         console.print("fp16: every tensor float16")

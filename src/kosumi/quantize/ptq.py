@@ -351,7 +351,7 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
         raise KosumiError("the calibration set is empty")
     from kosumi.runtime.numpy_backend import NumpyBackend
 
-    weight_max, why = (options.weight_max, "weights in +-%d (--weight-range)" % options.weight_max) \
+    weight_max, why = (options.weight_max, f"weights in +-{options.weight_max} (--weight-range)") \
         if options.weight_max else default_weight_max()
     info["kernels"] = why
     say(f"{why}; activations {options.activations}")

@@ -134,7 +134,7 @@ def test_a_stopped_qat_run_resumes_to_the_same_net(setup, tmp_path):
 
 
 def test_teacher_targets_need_labels(setup, tmp_path):
-    root, net, pos = setup
+    _, net, pos = setup
     r = CliRunner().invoke(app, ["quantize", str(net), "--qat", "--data", str(pos),
                                  "--qat-target", "teacher", "--out", str(tmp_path / "x")])
     assert r.exit_code == 2 and "no teacher targets" in r.output

@@ -146,8 +146,24 @@ def search_only(size: int, visits: int, batch: int, repeat: int = 3) -> dict:
     return {"visits": visits, "overhead_us_per_playout": round(best * 1e6, 1)}
 
 
+def quantized_copy(net: Path, tmp: Path, sizes: list[int]) -> Path:
+    """``kosumi quantize NET --bits 8`` on positions of seeded random games of ``sizes``."""
+    from kosumi.distill.positions import Position, write_positions
+    from kosumi.quantize import QuantizeOptions, quantize_model
+    from kosumi.runtime.bench import bench_states
+
+    calib = tmp / f"calib-{'-'.join(map(str, sizes))}"
+    if not calib.exists():
+        states = [s for n in sizes for s in bench_states(n, 256, seed=3)]
+        write_positions(calib, [Position.from_state(s, f"calib:{i}")
+                                for i, s in enumerate(states)])
+    out = net.with_name(net.stem + "-int8.safetensors")
+    quantize_model(net, out, QuantizeOptions(sensitivity=False, keep_float="none"), calib=calib)
+    return out
+
+
 def leelaz_comparison(tmp: Path, visits: int, batch: int, arch: str = "b6c64",
-                      repeat: int = 3, backend: str = "torch") -> dict:
+                      repeat: int = 3, backend: str = "torch", int8: bool = False) -> dict:
     """The same lz-head net in Leela Zero's own engine (``leelaz --benchmark``, 1 thread,
     empty 19x19 board) and in kosumi's engine (``backend``, 1 thread, same position)."""
     from kosumi.export import export_model
@@ -173,7 +189,9 @@ def leelaz_comparison(tmp: Path, visits: int, batch: int, arch: str = "b6c64",
         out["leelaz_playouts_per_s"] = float(m.group(3)) if m else None
     else:
         out["leelaz_playouts_per_s"] = None
-    kosumi = engine_speed(net, 19, visits, batch, GameState(19, 7.5), repeat=repeat,
+    model = quantized_copy(net, tmp, [19]) if int8 else net
+    out["kosumi_net"] = f"{'int8 (kosumi quantize) ' if int8 else ''}on {backend}"
+    kosumi = engine_speed(model, 19, visits, batch, GameState(19, 7.5), repeat=repeat,
                           backend=backend)
     out["kosumi"] = kosumi
     if out["leelaz_playouts_per_s"]:
@@ -193,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--no-leelaz", action="store_true", help="skip the Leela Zero comparison")
     ap.add_argument("--backend", default="torch", help="the backend kosumi's nets run on")
+    ap.add_argument("--int8", action="store_true", help="quantize kosumi's nets to int8 first")
+    ap.add_argument("--lz-archs", default="b6c64", help="nets of the Leela Zero comparison")
+    ap.add_argument("--only-leelaz", action="store_true", help="only the Leela Zero comparison")
     args = ap.parse_args(argv)
 
     import torch
@@ -210,23 +231,28 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"visits": args.visits, "batch": args.batch, "threads": 1,
                      "backend": args.backend,
                      "position": "after N*N/3 random moves"},
-        "rules": {f"{n}x{n}": rules_speed(n) for n in sizes},
-        "search_only_zero_net": {f"{n}x{n}": search_only(n, 3000, args.batch, args.repeat)
-                                 for n in sizes},
         "engine": {},
     }
+    if not args.only_leelaz:
+        report["rules"] = {f"{n}x{n}": rules_speed(n) for n in sizes}
+        report["search_only_zero_net"] = {f"{n}x{n}": search_only(n, 3000, args.batch,
+                                                                  args.repeat) for n in sizes}
     with tempfile.TemporaryDirectory() as tmp:
-        for arch in args.archs.split(","):
+        for arch in [] if args.only_leelaz else args.archs.split(","):
             config = NetConfig(arch=arch, features="basic", head="conv", board_sizes=sizes)
             path = Path(tmp) / f"{arch}.safetensors"
             save_checkpoint(path, KosumiNet.random(config, seed=1))
+            if args.int8:
+                path = quantized_copy(path, Path(tmp), sizes)
             for n in sizes:
                 report["engine"][f"{arch} {n}x{n}"] = engine_speed(
                     path, n, args.visits, args.batch, repeat=args.repeat, backend=args.backend)
         if not args.no_leelaz:
-            report["leelaz_same_net"] = leelaz_comparison(Path(tmp), args.visits, args.batch,
-                                                          repeat=args.repeat,
-                                                          backend=args.backend)
+            report["leelaz_same_net"] = {
+                arch: leelaz_comparison(Path(tmp), args.visits, args.batch, arch=arch,
+                                        repeat=args.repeat, backend=args.backend,
+                                        int8=args.int8)
+                for arch in args.lz_archs.split(",")}
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:

@@ -1,12 +1,14 @@
 """Labelling with KataGo's teacher on each backend: labels/s side by side, and how the labels agree.
 
     python benchmarks/label_backends.py [--backends torch,onnxruntime] [--games 12] [--repeat 2]
+                                        [--extra MODEL:BACKEND ...]
 
 The positions are every position of the first ``--games`` games of each board size in KataGo's
 reference file (replayed from their move lists). Each backend labels them with ``kosumi.distill.
 labels.label_positions`` (1 thread, 1 worker, batch 64, fresh folder), ``--repeat`` times in
-alternation, best time kept. Then the label sets are compared with the first backend's: policy
-KL (mean, max), and the largest value and ownership differences. One JSON object.
+alternation, best time kept; ``--extra MODEL:BACKEND`` adds another model (an int8 quantized
+copy of the teacher, say) to the same run. Then the label sets are compared with the first
+run's: policy KL (mean, max), and the largest value and ownership differences. One JSON object.
 """
 
 from __future__ import annotations
@@ -51,10 +53,15 @@ def main() -> int:
     ap.add_argument("--backends", default="torch,onnxruntime")
     ap.add_argument("--games", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--extra", action="append", default=[], help="MODEL:BACKEND")
     args = ap.parse_args()
     if not args.model.exists():
         sys.exit(f"{args.model} is absent (the shared models folder)")
-    backends = args.backends.split(",")
+    runs = {b: (args.model, b) for b in args.backends.split(",")}
+    for spec in args.extra:
+        model, _, backend = spec.rpartition(":")
+        runs[f"{Path(model).name} on {backend}"] = (Path(model), backend)
+    backends = list(runs)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_positions(root / "pos", positions(REFERENCE, args.games))
@@ -62,17 +69,19 @@ def main() -> int:
         count = 0
         for _ in range(args.repeat):
             for b in backends:
-                out = root / b
+                out = root / b.replace(" ", "_")
                 shutil.rmtree(out, ignore_errors=True)
                 t = time.perf_counter()
-                stats = label_positions(args.model, root / "pos", out, backend=b, batch=64)
+                model, backend = runs[b]
+                stats = label_positions(model, root / "pos", out, backend=backend, batch=64,
+                                        allow_mixed_teachers=True)
                 best[b] = min(best[b], time.perf_counter() - t)
                 count = stats.labelled
-        first = {r.key: r for r in LabelStore(root / backends[0]).records()}
+        first = {r.key: r for r in LabelStore(root / backends[0].replace(" ", "_")).records()}
         report: dict = {"model": args.model.name, "positions": count, "threads": 1,
                         "batch": 64, "backends": {}}
         for b in backends:
-            other = {r.key: r for r in LabelStore(root / b).records()}
+            other = {r.key: r for r in LabelStore(root / b.replace(" ", "_")).records()}
             kl = [float(np.sum(a.policy * (np.log(np.maximum(a.policy, 1e-30))
                                            - np.log(np.maximum(other[k].policy, 1e-30)))))
                   for k, a in first.items()]

@@ -175,6 +175,10 @@ def main() -> int:
     ap.add_argument("--keep-float", default="auto")
     ap.add_argument("--reference", type=Path, default=REFERENCE)
     ap.add_argument("--no-speed", action="store_true")
+    ap.add_argument("--qat-data", help="also a QAT run on this label or positions folder")
+    ap.add_argument("--qat-steps", type=int, default=500)
+    ap.add_argument("--qat-lr", type=float, default=1e-4)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of the QAT run")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if not args.reference.exists():
@@ -211,6 +215,19 @@ def main() -> int:
             "kosumi int8 (onnxruntime)": load_evaluator(q, backend="onnxruntime", cache=False),
             "quantize_static (onnxruntime)": peer_ev,
         }
+        if args.qat_data:
+            from kosumi.quantize.qat import QatOptions
+
+            qq = tmp_path / "kosumi-qat.safetensors"
+            t = time.perf_counter()
+            quantize_model(args.model, qq, QuantizeOptions(method=args.method, keep_float=keep),
+                           calib=args.calib, calib_limit=args.calib_size, qat_data=args.qat_data,
+                           qat_options=QatOptions(steps=args.qat_steps, lr=args.qat_lr,
+                                                  threads=args.threads))
+            report["kosumi_qat_seconds"] = round(time.perf_counter() - t, 1)
+            report["kosumi_qat"] = {"data": args.qat_data, "steps": args.qat_steps,
+                                    "lr": args.qat_lr, "target": "float"}
+            runs["kosumi int8 QAT (numpy)"] = load_evaluator(qq, backend="numpy", cache=False)
         got = {name: evaluate(ev, states) for name, ev in runs.items()}
         report["vs_float"] = {name: against_float(ref, g, sizes) for name, g in got.items()}
         report["vs_teacher"] = {"float": against_teacher(records, ref),

@@ -304,3 +304,53 @@ def test_bad_input_is_one_line_and_writes_nothing(net, qnet, calib, tmp_path):
     for args, needle in cases:
         one_line_exit_2(args, needle)
         assert not out.exists(), args
+
+
+def test_int8_activations_for_tensorrt_and_the_exported_file(net, calib, tmp_path):
+    """``--activations int8`` (TensorRT's symmetric int8): every act int8 with zero point 0,
+    the ReLUs kept in the graph; its ONNX file (kosumi export) runs in ONNX Runtime like the
+    integer reference."""
+    out = tmp_path / "s8.safetensors"
+    r = CliRunner().invoke(app, ["quantize", str(net), "--calib", str(calib), "--calib-size",
+                                 "48", "--activations", "int8", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    scheme = QuantScheme.from_dict(read_checkpoint(out).config.quantization)
+    assert scheme.activations == "int8"
+    assert {(a.dtype, a.zero_point) for a in scheme.acts.values()} == {("int8", 0)}
+    onnx_file = tmp_path / "s8.onnx"
+    r = CliRunner().invoke(app, ["export", str(out), "--format", "onnx", "--out",
+                                 str(onnx_file)])
+    assert r.exit_code == 0 and "int8 (explicit Q/DQ" in r.output, r.output
+    model = onnx.load(str(onnx_file))
+    assert any(n.op_type == "Relu" for n in model.graph.node)
+    states = bench_states(9, 24, seed=41)
+    a = load_evaluator(out, backend="numpy", cache=False).evaluate(states)
+    b = load_evaluator(onnx_file, cache=False).evaluate(states)
+    assert max(float(np.abs(x.policy - y.policy).max()) for x, y in zip(a, b)) < 0.02
+    r = CliRunner().invoke(app, ["export", str(net), "--format", "onnx", "--precision", "int8",
+                                 "--out", str(tmp_path / "x.onnx")])
+    assert r.exit_code == 2 and "kosumi quantize" in r.output
+
+
+def test_katago_int8_against_katago_itself(calib, reference_positions, tmp_path):
+    """KataGo's g170 net quantized to int8 (every layer int8 but the value head, which
+    --keep-float names), judged against the real KataGo engine's outputs."""
+    from conftest import replay_reference, shared_path
+
+    from kosumi.quantize import QuantizeOptions, quantize_model
+
+    model = shared_path("models/g170-b6c96-s175395328-d26788732.bin.gz")
+    out = tmp_path / "g170-int8.safetensors"
+    quantize_model(model, out, QuantizeOptions(keep_float=["v2", "v3", "sv3", "own"],
+                                               sensitivity=False), calib=calib, calib_limit=64)
+    refs = reference_positions[::3]
+    states = [replay_reference(r) for r in refs]
+    got = load_evaluator(out, backend="numpy", cache=False).evaluate(states)
+    top1, kl = [], []
+    for r, e in zip(refs, got):
+        k = r["katago_raw_nn"]
+        p = np.array([0.0 if x is None else x for x in k["policy"]] + [k["policyPass"]])
+        top1.append(int(np.argmax(p)) == int(np.argmax(e.policy)))
+        kl.append(float(np.sum(np.where(p > 0, p * (np.log(np.maximum(p, 1e-30))
+                                                    - np.log(np.maximum(e.policy, 1e-30))), 0))))
+    assert np.mean(top1) >= 0.85 and np.mean(kl) <= 0.03, (np.mean(top1), np.mean(kl))

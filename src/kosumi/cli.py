@@ -275,8 +275,9 @@ def export_command(
     fmt: str = typer.Option(..., "--format", help="kosumi, leelaz, onnx or tensorrt."),
     out: Path = typer.Option(..., "--out", help="File to write (NET.safetensors, NET.txt[.gz], "
                              "NET.onnx, NET.plan)."),
-    precision: str | None = typer.Option(None, "--precision", help="onnx: fp32 (default) or "
-                                         "fp16; tensorrt: fp16 (default) or fp32."),
+    precision: str | None = typer.Option(None, "--precision", help="onnx: fp32 (default), fp16, "
+                                         "or int8 (a quantized net's own); tensorrt: fp16 "
+                                         "(default), fp32 or int8."),
     batch: str = typer.Option("1,16,64", "--batch", help="tensorrt: min, opt, max batch of the "
                               "optimisation profiles."),
     sizes: str | None = typer.Option(None, "--size", help="tensorrt: board sizes to build "

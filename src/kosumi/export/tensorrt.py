@@ -6,8 +6,10 @@ built for, the optimisation profiles). It works with the TensorRT 10 and 11 Pyth
 
 - the network is built *strongly typed* where the API has the flag (TensorRT >= 9; TensorRT 11
   removed the builder's FP16/INT8 flags, so precision comes from the network's own types): an
-  fp16 engine is built from the fp16 ONNX, an fp32 engine from the fp32 one. Without the flag
-  (older 10.x builds) the fp32 ONNX is built with ``BuilderFlag.FP16``;
+  fp16 engine is built from the fp16 ONNX, an fp32 engine from the fp32 one, an int8 engine from
+  the explicit Q/DQ ONNX of a net quantized with ``--activations int8`` (TensorRT takes
+  symmetric int8 only; kosumi's own scales, no TensorRT calibration). Without the flag (older
+  10.x builds) the fp32 ONNX is built with ``BuilderFlag.FP16``, the Q/DQ one with ``INT8``;
 - one optimisation profile per board size (``--size``, default the config's sizes, at most the
   usual 9, 13 and 19 for nets that play every size), each over the batch range ``--batch``
   (min, opt, max); the backend picks the profile of the batch's board size;
@@ -89,17 +91,23 @@ def profile_sizes(board_sizes: list[int], sizes: str | None = None) -> list[int]
 def build_engine(checkpoint: Checkpoint, precision: str = "fp16", batch: str = "1,16,64",
                  sizes: str | None = None, device_index: int = 0) -> tuple[bytes, dict[str, Any]]:
     """(serialized engine, plan header) for a net (see the module docstring)."""
-    trt = _import_trt()
-    if precision not in ("fp16", "fp32"):
-        raise KosumiError(f"TensorRT precision {precision!r}: use fp16 or fp32 (int8 engines "
-                          "come from a quantized net)")
-    gpu = gpu_identity(device_index)
     config = checkpoint.config
+    if config.quantized:
+        bits = int(config.quantization.get("bits", 8))
+        precision = "int8" if bits == 8 else "fp16"
+        if bits == 8 and config.quantization.get("activations") != "int8":
+            raise KosumiError("TensorRT runs symmetric int8 activations only: quantize the net "
+                              "with --activations int8 for TensorRT")
+    elif precision not in ("fp16", "fp32"):
+        raise KosumiError(f"TensorRT precision {precision!r}: use fp16 or fp32 (an int8 engine "
+                          "comes from a net quantized with kosumi quantize --activations int8)")
+    trt = _import_trt()
+    gpu = gpu_identity(device_index)
     graph = inference_graph(config)
     built_sizes = profile_sizes(config.board_sizes, sizes)
     flag_enum = trt.NetworkDefinitionCreationFlag
     strongly = hasattr(flag_enum, "STRONGLY_TYPED")
-    onnx_precision = precision if strongly else "fp32"
+    onnx_precision = precision if strongly or precision == "int8" else "fp32"
     model = onnx_bytes(config, checkpoint.tensors, onnx_precision)
     logger = trt.Logger(trt.Logger.WARNING)
     builder = trt.Builder(logger)
@@ -113,6 +121,8 @@ def build_engine(checkpoint: Checkpoint, precision: str = "fp16", batch: str = "
     bconfig.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 1 << 30)
     if not strongly and precision == "fp16":
         bconfig.set_flag(trt.BuilderFlag.FP16)
+    if not strongly and precision == "int8":  # explicit Q/DQ, TensorRT 10 without typing
+        bconfig.set_flag(trt.BuilderFlag.INT8)
     cache_path = user_cache_dir("tensorrt", CACHE_ENV) / "timing.cache"
     try:
         cached = cache_path.read_bytes()

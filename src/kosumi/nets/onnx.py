@@ -346,11 +346,23 @@ def write_onnx_model(checkpoint: Checkpoint, out: str | os.PathLike, precision: 
     """``kosumi export --format onnx``: write the net as ONNX atomically; a summary line."""
     from kosumi.fileio import atomic_write, output_errors
 
+    cfg = checkpoint.config
+    if cfg.quantized:  # a quantized net exports at its own precision
+        bits = int(cfg.quantization.get("bits", 8))
+        own = "int8" if bits == 8 else "fp16"
+        if precision not in (own, "fp32", "auto"):
+            raise KosumiError(f"a {bits}-bit quantized net exports as {own} ONNX, not "
+                              f"{precision}")
+        precision = own
+    elif precision == "int8":
+        raise KosumiError("int8 ONNX comes from a quantized net: kosumi quantize MODEL --bits 8 "
+                          "--calib POSITIONS --out Q, then kosumi export Q --format onnx")
     data = onnx_bytes(checkpoint.config, checkpoint.tensors, precision)
     with output_errors(out):
         atomic_write(out, data)
     dyn = "19x19" if checkpoint.config.head == "lz" else "dynamic board size"
-    return (f"wrote {out}: ONNX opset {OPSET}, {precision}, {checkpoint.config.arch} "
+    qdq = " (explicit Q/DQ from kosumi's scales)" if precision == "int8" else ""
+    return (f"wrote {out}: ONNX opset {OPSET}, {precision}{qdq}, {checkpoint.config.arch} "
             f"{checkpoint.config.head} head, dynamic batch, {dyn}, {len(data):,} bytes")
 
 

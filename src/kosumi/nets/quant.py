@@ -171,7 +171,7 @@ def requantize(acc: np.ndarray, m0: np.ndarray, shift: np.ndarray, act: ActQuant
     shape[axis] = -1
     m = m0.astype(np.int64).reshape(shape)
     s = (31 + shift.astype(np.int64)).reshape(shape)
-    prod = acc.astype(np.int64) * m
+    prod = acc.astype(np.int64, copy=False) * m
     y = ((prod + (np.int64(1) << (s - 1))) >> s) + act.zero_point
     return np.clip(y, act.zero_point if relu else act.qmin, act.qmax)
 

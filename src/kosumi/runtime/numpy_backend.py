@@ -115,6 +115,19 @@ def float_op(node: Node, xs: list[np.ndarray], t: dict[str, np.ndarray],
     raise KosumiError(f"numpy backend: unknown op {op!r} in layer {node.name}")
 
 
+def limit_blas_threads(threads: int) -> None:
+    """numpy's BLAS (the numpy backend's matrix products) to ``threads`` threads, process-wide:
+    its default, one per core, oversubscribes a machine that also runs the other engine of a
+    match (measured: 20x slower)."""
+    if not threads:
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a core dependency; a bare copy may lack it
+        return
+    threadpool_limits(limits=int(threads), user_api="blas")
+
+
 def open_numpy(config: NetConfig, source: dict[str, np.ndarray] | Path,
                options: LoadOptions) -> Backend:
     """The backend factory registered as ``numpy``: CPU only; float nets in float32, nets
@@ -125,6 +138,7 @@ def open_numpy(config: NetConfig, source: dict[str, np.ndarray] | Path,
     if options.device not in (None, "cpu"):
         raise KosumiError(f"the numpy backend runs on the CPU only, not --device "
                           f"{options.device}")
+    limit_blas_threads(options.threads)
     bits = int(config.quantization.get("bits", 32)) if config.quantized else 32
     if bits == 8:
         if options.precision not in ("auto", "int8"):

@@ -9,9 +9,11 @@ pre-activation norms) run in float32 on dequantized values. It is the oracle eve
 is checked against, and the runtime of a bare install.
 
 Speed: an int8 x int8 (or uint8 x int8) product summed over K terms is exact in float32 while
-K * 128 * 255 < 2^24, i.e. K <= 513 (K <= 1031 with int8 activations), so each convolution is
-float32 BLAS over chunks of at most ``chunk`` input terms, each chunk's exact sum converted to
-int32 and added: an exact int32 result at float32 BLAS speed.
+K * 128 * 255 < 2^24, i.e. K <= 513 (K <= 1031 with int8 activations). A k x k convolution is
+one float32 BLAS product of the padded input with all k*k taps at once (each tap sums C input
+channels: exact), the taps' int32 results then shifted and added (``int_conv_nhwc``: no im2col
+copy); a dense layer, or a convolution with more input channels than that, is float32 BLAS over
+chunks of at most the exact K, each chunk's sum converted to int32 and added.
 """
 
 from __future__ import annotations
@@ -57,6 +59,32 @@ def int_matmul(x: np.ndarray, w: np.ndarray, chunk: int) -> np.ndarray:
     return out
 
 
+def int_conv_nhwc(x: np.ndarray, w_taps: np.ndarray, k: int, chunk: int) -> np.ndarray:
+    """An exact integer k x k convolution (zero padding k//2) of x [B, N, N, C] (integers as
+    float32) with ``w_taps`` [k*k, C, O] (integers as float32): one float32 product of the
+    padded input with each tap (each sums C terms: exact), the taps' results shifted and added
+    in float32 in groups of at most ``chunk`` summed terms (still exact), the groups in int32.
+    No im2col copy of the input. Returns int32 [B, N, N, O]."""
+    b, n, m, c = x.shape
+    p = k // 2
+    xp = np.pad(x, ((0, 0), (p, p), (p, p), (0, 0))) if p else x
+    hp, wp = xp.shape[1], xp.shape[2]
+    o = w_taps.shape[2]
+    y = np.matmul(xp.reshape(1, -1, c), w_taps).reshape(k * k, b, hp, wp, o)
+    per_group = max(1, chunk // c)
+    out: np.ndarray | None = None
+    for start in range(0, k * k, per_group):
+        acc = None
+        for t in range(start, min(k * k, start + per_group)):
+            dy, dx = divmod(t, k)
+            part = y[t, :, dy:dy + n, dx:dx + m]
+            acc = part.copy() if acc is None else acc + part
+        assert acc is not None
+        out = acc.astype(np.int32) if out is None else out + acc.astype(np.int32)
+    assert out is not None
+    return out
+
+
 def im2col_nhwc(x: np.ndarray, k: int) -> np.ndarray:
     """[B, N, N, C] -> [B*N*N, C*k*k] (zero padding k//2; the weight layout [O, C, k, k])."""
     b, n, m, c = x.shape
@@ -91,6 +119,7 @@ class Int8NumpyBackend(Backend):
         self.t = tensors
         # per layer: float32 copies of the integer weights (exact), reshaped for matmuls
         self.wq: dict[str, np.ndarray] = {}
+        self.taps: dict[str, np.ndarray] = {}  # k x k int8 convolutions, tap-major
         self.dense: dict[str, np.ndarray] = {}  # float layers' dense weights, transposed
         for n in self.graph.nodes:
             if n.op not in WEIGHTED_OPS:
@@ -101,6 +130,9 @@ class Int8NumpyBackend(Backend):
                 if w.dtype != np.int8:
                     raise KosumiError(f"layer {n.name}: int8 in the scheme, {w.dtype} in the file")
                 self.wq[n.name] = np.ascontiguousarray(w.reshape(o, -1), dtype=np.float32)
+                if w.ndim == 4 and w.shape[2] > 1:  # [k*k, C, O], for int_conv_nhwc
+                    self.taps[n.name] = np.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(
+                        w.shape[2] * w.shape[3], w.shape[1], w.shape[0]), dtype=np.float32)
             elif n.op == "linear":
                 self.dense[n.name] = np.ascontiguousarray(w.T, dtype=np.float32)
         self.chunk_u8 = exact_chunk(255, self.scheme.weight_max)
@@ -172,14 +204,15 @@ class Int8NumpyBackend(Backend):
         chunk = self.chunk_u8 if x_act.dtype == "uint8" and not x_act.zero_point \
             else self.chunk_s8
         t = self.t
-        if n.op == "conv":
-            k = int(t[f"{n.name}.weight"].shape[2])
-            cols = im2col_nhwc(centred, k)
-            lead = q.shape[:3]
+        k = int(t[f"{n.name}.weight"].shape[2]) if n.op == "conv" else 1
+        lead = q.shape[:3] if n.op == "conv" else q.shape[:1]
+        if n.name in self.taps and centred.shape[-1] <= chunk:
+            o = t[f"{n.name}.weight"].shape[0]
+            acc = int_conv_nhwc(centred, self.taps[n.name], k, chunk).reshape(-1, o) \
+                + t[f"{n.name}.bias"]
         else:
-            cols = centred
-            lead = q.shape[:1]
-        acc = int_matmul(cols, self.wq[n.name], chunk) + t[f"{n.name}.bias"].astype(np.int64)
+            cols = im2col_nhwc(centred, k) if n.op == "conv" else centred
+            acc = int_matmul(cols, self.wq[n.name], chunk) + t[f"{n.name}.bias"].astype(np.int64)
         if st.requant:
             act = self.acts[st.output]
             y = requantize(acc, t[f"{n.name}.multiplier"], t[f"{n.name}.shift"], act,

@@ -5,9 +5,11 @@ lent; everything here is skipped cleanly by the test suite without one).
 
 1. what is installed: CUDA through torch, onnxruntime's providers, TensorRT's version;
 2. ``kosumi export --format tensorrt --precision fp16`` of ``default`` and of KataGo's g170 net,
-   with the build time (and fp32 for ``default``);
+   with the build time (and fp32 for ``default``), and an int8 engine from ``default``
+   quantized with ``--activations int8`` (its explicit Q/DQ ONNX, kosumi's own scales);
 3. parity on the 300 reference positions: TensorRT fp16/fp32 and ONNX Runtime's CUDA provider
-   against ONNX Runtime fp32 on the CPU (top-1, largest policy and value differences), and
+   against ONNX Runtime fp32 on the CPU, TensorRT int8 against the numpy integer reference
+   (top-1, largest policy and value differences), and
    KataGo's net on TensorRT against the real KataGo engine (mean KL, top-1, winrate and lead
    MAE);
 4. speed: one ``kosumi bench`` run, batch 1, 16 and 64, 9x9 and 19x19, the GPU backends beside
@@ -103,15 +105,35 @@ def main() -> int:
     report: dict = {}
     step(report, "installed", installed)
     tmp = Path(tempfile.mkdtemp(prefix="kosumi-device-"))
+    def int8_default() -> str:  # default quantized for TensorRT (symmetric int8 activations)
+        from kosumi.distill.positions import Position, write_positions
+        from kosumi.quantize import QuantizeOptions, quantize_model
+        from kosumi.runtime.bench import bench_states
+
+        calib = tmp / "calib"
+        write_positions(calib, [Position.from_state(s, f"c:{i}") for i, s in
+                                enumerate(bench_states(9, 128, 3) + bench_states(19, 64, 4))])
+        out = tmp / "default-int8s.safetensors"
+        quantize_model("default", out, QuantizeOptions(activations="int8", sensitivity=False),
+                       calib=calib)
+        return str(out)
+
     plans = {"default-fp16": ("default", "fp16"), "default-fp32": ("default", "fp32"),
              "katago-fp16": (str(KATAGO), "fp16")}
+    try:
+        plans["default-int8"] = (int8_default(), "int8")
+    except Exception as e:  # noqa: BLE001 - recorded, the other plans still build
+        report["int8 quantize"] = {"error": f"{type(e).__name__}: {e}"}
     for name, (model, precision) in plans.items():
         step(report, f"build {name}", lambda m=model, p=precision, n=name: export_model(
             m, "tensorrt", tmp / f"{n}.plan", precision=p, batch="1,16,64", sizes="9,19"))
     cpu = {"default": evaluate("default", backend="onnxruntime"),
            "katago": evaluate(KATAGO, backend="onnxruntime")}
+    if "default-int8" in plans:  # TensorRT int8 against the integer reference
+        cpu["default-int8"] = evaluate(plans["default-int8"][0], backend="numpy")
     for name in plans:
-        base = "katago" if name.startswith("katago") else "default"
+        base = "katago" if name.startswith("katago") else \
+            "default-int8" if name == "default-int8" else "default"
         step(report, f"parity {name} vs onnxruntime cpu", lambda n=name, b=base: compare(
             cpu[b], evaluate(tmp / f"{n}.plan", backend="tensorrt", device="cuda")))
     step(report, "parity default onnxruntime cuda vs cpu", lambda: compare(

@@ -63,6 +63,13 @@ def format_description(info: dict[str, Any]) -> str:
             lines.append(label)
             lines += [f"  {name + ':':<14} {_inline(what)}" for name, what in value.items()]
             continue
+        if key == "quantization" and isinstance(value, dict):  # the scheme, a layer a line
+            head = {k: v for k, v in value.items() if k != "layers"}
+            lines.append(f"{label:<16} {_inline(head)}")
+            width = max((len(n) for n in value.get("layers", {})), default=0) + 1
+            lines += [f"  {name + ':':<{width}} {what}"
+                      for name, what in value.get("layers", {}).items()]
+            continue
         if key == "input_features" and isinstance(value, dict) and "name" in value:
             text = (f"{value['name']} ({value.get('spatial', '?')} planes, "
                     f"{value.get('global', 0)} global inputs)")

@@ -327,10 +327,13 @@ def describe_scheme(config: Any, tensors: dict[str, np.ndarray]) -> dict[str, An
         text = "int8"
         if sw is not None and sw.size:
             text += f" w-scale {float(sw.min()):.3g}..{float(sw.max()):.3g}"
+        def act_text(a: ActQuant) -> str:
+            return f"{a.dtype} x{a.scale:.3g}" + (f" zp {a.zero_point}" if a.zero_point else "")
+
         if a_in is not None:
-            text += f", in {a_in.dtype} x{a_in.scale:.3g}"
+            text += f", in {act_text(a_in)}"
         a_out = acts.get(st.output) if st.requant else None
-        text += f", out {a_out.dtype} x{a_out.scale:.3g}" if a_out else ", out float"
+        text += f", out {act_text(a_out)}" if a_out else ", out float"
         layers[n.name] = text
     out["layers"] = layers
     return out

@@ -136,8 +136,13 @@ def open_onnxruntime(config: NetConfig, source: dict[str, np.ndarray] | Path,
             raise KosumiError(f"{source}: an {precision} ONNX file (asked for "
                               f"{options.precision}; export another one)")
         return OnnxRuntimeBackend(source, options)
+    if config.quantized:  # a quantized net runs at its own precision (int8 Q/DQ, or fp16)
+        own = "int8" if int(config.quantization.get("bits", 8)) == 8 else "fp16"
+        if options.precision not in ("auto", own):
+            raise KosumiError(f"an {own} net runs in {own} (asked for {options.precision})")
+        return OnnxRuntimeBackend(cached_onnx(config, source, own), options)
     precision = "fp32" if options.precision == "auto" else options.precision
     if precision not in ("fp32", "fp16"):
-        raise KosumiError(f"the onnxruntime backend runs fp32 or fp16 nets from a checkpoint "
-                          f"(asked for {precision})")
+        raise KosumiError(f"the onnxruntime backend runs fp32 or fp16 float nets (asked for "
+                          f"{precision}: quantize the net first)")
     return OnnxRuntimeBackend(cached_onnx(config, source, precision), options)

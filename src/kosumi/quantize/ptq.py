@@ -228,6 +228,12 @@ def compare_outputs(ref: list[dict[str, np.ndarray]], got: list[dict[str, np.nda
     """Against the float net, pooled over batches of any board sizes: the SQNR (dB) of each
     raw output (``sqnr_db`` the smallest of them), the largest policy probability error and the
     policy's top-1 agreement (raw logits, no legality mask: a property of the net itself)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # a broken net: inf, reported as such
+        return _compare(ref, got)
+
+
+def _compare(ref: list[dict[str, np.ndarray]], got: list[dict[str, np.ndarray]]
+             ) -> dict[str, float]:
     noise: dict[str, float] = {}
     signal: dict[str, float] = {}
     top1, rows, worst = 0, 0, 0.0

@@ -62,18 +62,25 @@ class NumpyBackend(Backend):
 
     def values(self, planes: np.ndarray, globals: np.ndarray | None) -> dict[str, np.ndarray]:
         """Every value of the graph (channels-last) for one batch: what calibration reads."""
-        v: dict[str, Any] = {"planes": np.ascontiguousarray(
-            np.asarray(planes, dtype=np.float32).transpose(0, 2, 3, 1))}
-        if self.graph.has_globals:
-            if globals is None:
-                raise ValueError("this net needs global inputs")
-            v["globals"] = np.asarray(globals, dtype=np.float32)
+        v = graph_inputs(self.graph, planes, globals)
         for node in self.graph.nodes:
             v[node.output] = self._run(node, [v[name] for name in node.inputs])
         return v
 
     def _run(self, node: Node, xs: list[np.ndarray]) -> np.ndarray:
         return float_op(node, xs, self.t, self.dense)
+
+
+def graph_inputs(graph: Graph, planes: np.ndarray, globals: np.ndarray | None
+                 ) -> dict[str, Any]:
+    """The graph's input values: planes channels-last, globals (checked present if needed)."""
+    v: dict[str, Any] = {"planes": np.ascontiguousarray(
+        np.asarray(planes, dtype=np.float32).transpose(0, 2, 3, 1))}
+    if graph.has_globals:
+        if globals is None:
+            raise ValueError("this net needs global inputs")
+        v["globals"] = np.asarray(globals, dtype=np.float32)
+    return v
 
 
 def float_op(node: Node, xs: list[np.ndarray], t: dict[str, np.ndarray],

@@ -36,7 +36,7 @@ from kosumi.nets.quant import (
     scheme_of,
 )
 from kosumi.runtime.backend import Backend
-from kosumi.runtime.numpy_backend import float_op
+from kosumi.runtime.numpy_backend import float_op, graph_inputs
 
 #: exact float32 products: K * max|q_x| * max|q_w| < 2^24
 EXACT = 2**24
@@ -154,12 +154,7 @@ class Int8NumpyBackend(Backend):
         return val
 
     def _run(self, planes: np.ndarray, globals: np.ndarray | None) -> dict[str, Any]:
-        v: dict[str, Any] = {"planes": np.ascontiguousarray(
-            np.asarray(planes, dtype=np.float32).transpose(0, 2, 3, 1))}
-        if self.graph.has_globals:
-            if globals is None:
-                raise ValueError("this net needs global inputs")
-            v["globals"] = np.asarray(globals, dtype=np.float32)
+        v = graph_inputs(self.graph, planes, globals)
         for st in self.plan.steps:
             v[st.output] = self._step(st, v)
         return v

@@ -147,6 +147,12 @@ def _sniff_leelaz(path: Path, head: bytes) -> bool:
     return sniff_leelaz(head)
 
 
+def _sniff_pack(path: Path, head: bytes) -> bool:
+    from kosumi.nets.pack import sniff_pack
+
+    return sniff_pack(path, head)
+
+
 def _sniff_onnx(path: Path, head: bytes) -> bool:
     from kosumi.nets.onnx import sniff_onnx
 
@@ -171,6 +177,9 @@ register_model_format(ModelFormat(
     "leelaz", "Leela Zero text weights (version 1 or 2, plain or gzip)", _sniff_leelaz,
     "kosumi.nets.leelaz:read_leelaz_model", "kosumi.nets.leelaz:describe_leelaz",
     "kosumi.nets.leelaz:write_leelaz_model", suffix=".txt.gz"))
+register_model_format(ModelFormat(
+    "pack", "kosumi pack (.kpk)", _sniff_pack, "kosumi.nets.pack:read_pack_model",
+    "kosumi.nets.pack:describe_pack", "kosumi.export.pack:write_pack_model", suffix=".kpk"))
 register_model_format(ModelFormat(
     "onnx", "ONNX model with kosumi metadata (.onnx)", _sniff_onnx,
     "kosumi.nets.onnx:read_onnx_model", "kosumi.nets.onnx:describe_onnx",

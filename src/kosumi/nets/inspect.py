@@ -85,13 +85,18 @@ def format_description(info: dict[str, Any]) -> str:
 def describe_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     """Describe a kosumi checkpoint (read and validated without torch)."""
     from kosumi.nets.checkpoint import read_checkpoint
+
+    ckpt = read_checkpoint(path)
+    return describe_checkpoint_parts(ckpt.config, ckpt.tensors, "kosumi checkpoint")
+
+
+def describe_checkpoint_parts(cfg: Any, tensors: dict[str, Any], fmt: str) -> dict[str, Any]:
+    """The description of a net in memory (a checkpoint's or a pack's config and tensors)."""
     from kosumi.nets.config import CONFIG_VERSION
     from kosumi.nets.features import get_feature_set
 
-    ckpt = read_checkpoint(path)
-    cfg = ckpt.config
     fs = get_feature_set(cfg.features)
-    params = sum(int(t.size) for name, t in ckpt.tensors.items()
+    params = sum(int(t.size) for name, t in tensors.items()
                  if not name.endswith(("running_mean", "running_var")))
     value = ("win/loss/noResult (softmax)" if cfg.value == "wdl"
              else "tanh winrate, side to move's view")
@@ -101,7 +106,7 @@ def describe_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     if cfg.ownership:
         heads["ownership"] = "per point, tanh; +1 = the side to move owns it"
     info: dict[str, Any] = {
-        "format": "kosumi checkpoint",
+        "format": fmt,
         "version": CONFIG_VERSION,
         "arch": cfg.arch,
         "blocks": cfg.blocks,
@@ -115,11 +120,11 @@ def describe_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     if cfg.quantized:
         from kosumi.nets.quant import describe_scheme
 
-        info["quantization"] = describe_scheme(cfg, ckpt.tensors)
-        info["parameters"] = sum(int(t.size) for name, t in ckpt.tensors.items()
+        info["quantization"] = describe_scheme(cfg, tensors)
+        info["parameters"] = sum(int(t.size) for name, t in tensors.items()
                                  if name.endswith((".weight", ".bias")))
     types: dict[str, int] = {}
-    for t in ckpt.tensors.values():
+    for t in tensors.values():
         types[str(t.dtype)] = types.get(str(t.dtype), 0) + 1
     if set(types) != {"float32"}:
         info["tensor_types"] = types

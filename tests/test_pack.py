@@ -1,0 +1,151 @@
+"""The kosumi pack: bit-exact round trips, damage refused in one line, a pack played by every
+command, and a bare install (numpy + zstandard, no torch or onnx) that plays from one."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT, random_net_file
+from typer.testing import CliRunner
+
+from kosumi.cli import app
+from kosumi.distill.positions import Position, write_positions
+from kosumi.export.compressibility import compressibility, entropy_bytes
+from kosumi.nets.checkpoint import read_checkpoint
+from kosumi.nets.layouts import apply_layout, similar_order, undo_layout
+from kosumi.nets.pack import MAGIC, read_pack_model
+from kosumi.runtime import load_evaluator
+from kosumi.runtime.bench import bench_states
+
+
+@pytest.fixture(scope="module")
+def nets(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pack")
+    net = random_net_file(root / "net.safetensors", arch="b2c16", board_sizes=(9,), seed=4)
+    calib = root / "calib"
+    write_positions(calib, [Position.from_state(s, f"c:{i}") for i, s in
+                            enumerate(bench_states(9, 64, seed=2))])
+    q = root / "q.safetensors"
+    r = CliRunner().invoke(app, ["quantize", str(net), "--calib", str(calib), "--out", str(q)])
+    assert r.exit_code == 0, r.output
+    packs = {}
+    for name, src in (("float", net), ("int8", q)):
+        out = root / f"{name}.kpk"
+        r = CliRunner().invoke(app, ["export", str(src), "--format", "pack", "--out", str(out)])
+        assert r.exit_code == 0 and "kosumi pack" in r.output, r.output
+        packs[name] = (src, out)
+    return packs
+
+
+def test_layouts_round_trip_every_dtype():
+    rng = np.random.default_rng(0)
+    cases = [rng.integers(-127, 128, (8, 4, 3, 3)).astype(np.int8),
+             rng.integers(-2**31, 2**31 - 1, 40, dtype=np.int64).astype(np.int32),
+             rng.normal(size=(6, 5)).astype(np.float32),
+             rng.normal(size=(4, 3, 3, 3)).astype(np.float16),
+             np.array([3, 3, 7, 3, -1], np.int32)]
+    for arr in cases:
+        for steps in ([{"kind": "transpose", "axes": list(range(arr.ndim))[::-1]}],
+                      [{"kind": "permute", "order": similar_order(arr)}],
+                      [{"kind": "byteplanes"}], [{"kind": "delta"}] if arr.dtype.kind == "i"
+                      else [], [{"kind": "permute", "order": similar_order(arr)},
+                                {"kind": "byteplanes"}]):
+            back = undo_layout(apply_layout(arr, steps), steps, arr.dtype, list(arr.shape))
+            assert back.dtype == arr.dtype and np.array_equal(back, arr), steps
+
+
+def test_entropy_floor_by_hand():
+    arr = np.array([0, 0, 0, 1], np.int8)  # H = 0.811 bits per value
+    assert entropy_bytes(arr) == pytest.approx(4 * 0.8112781244591328 / 8)
+    rows = compressibility({"w": np.zeros((16, 16), np.int8)}, ("zstd-19", "xz-9"))
+    assert rows[0].entropy == 0.0 and rows[0].best(("zstd-19",))[2] < 30
+
+
+def test_packs_read_back_bit_for_bit(nets):
+    for src, pack in nets.values():
+        a, b = read_checkpoint(src), read_pack_model(pack)
+        assert set(a.tensors) == set(b.tensors)
+        for k in a.tensors:
+            assert a.tensors[k].dtype == b.tensors[k].dtype and np.array_equal(a.tensors[k],
+                                                                              b.tensors[k]), k
+        assert b.config.quantized == a.config.quantized
+    # and they play the same: the pack on the numpy integer backend is the checkpoint's net
+    src, pack = nets["int8"]
+    states = bench_states(9, 16, seed=8)
+    x = load_evaluator(src, backend="numpy", cache=False).evaluate(states)
+    y = load_evaluator(pack, backend="numpy", cache=False).evaluate(states)
+    for e1, e2 in zip(x, y):
+        assert np.array_equal(e1.policy, e2.policy) and e1.value == e2.value
+
+
+def test_damaged_packs_are_one_line_errors(nets, tmp_path):
+    _, pack = nets["int8"]
+    data = pack.read_bytes()
+    assert data.startswith(MAGIC)
+    cases = {"truncated": data[:len(data) // 2], "short": data[:20], "magic": b"X" + data[1:],
+             "newer": data[:8] + struct.pack("<H", 9) + data[10:]}
+    for where in (9, 20, len(data) // 2, len(data) - 40, len(data) - 1):
+        cases[f"flip{where}"] = data[:where] + bytes([data[where] ^ 0x10]) + data[where + 1:]
+    runner = CliRunner()
+    for name, content in cases.items():
+        path = tmp_path / f"{name}.kpk"
+        path.write_bytes(content)
+        r = runner.invoke(app, ["analyze", "--model", str(path), "--moves", "E5", "--size", "9"])
+        lines = r.output.strip().splitlines()
+        assert r.exit_code == 2 and len(lines) == 1 and str(path) in lines[0], (name, r.output)
+    assert "newer than this kosumi reads" in runner.invoke(
+        app, ["inspect", str(tmp_path / "newer.kpk")]).output
+    assert "SHA-256" in runner.invoke(app, ["inspect", str(tmp_path / "flip20.kpk")]).output
+
+
+def test_a_pack_in_every_command(nets):
+    _, pack = nets["int8"]
+    r = CliRunner().invoke(app, ["inspect", str(pack), "--json"])
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.output)
+    assert info["format"].startswith("kosumi pack") and info["quantization"]["bits"] == 8
+    assert "sensitivity" not in json.dumps(info)  # the report tables stay in the checkpoint
+    assert load_evaluator(pack, cache=False).backend.name == "onnxruntime"  # auto: any backend
+    proc = subprocess.run([sys.executable, "-m", "kosumi", "gtp", "--model", str(pack),
+                           "--visits", "16"], input="boardsize 9\ngenmove b\nquit\n",
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and proc.stdout.count("=") == 3, proc.stderr
+
+
+@pytest.mark.slow
+def test_a_bare_install_plays_from_a_pack(nets, tmp_path):
+    """``pip install .`` with no extras in a fresh virtual environment: no torch, no onnx, no
+    matplotlib; it plays GTP moves from a pack and analyses a position (numpy int8 backend)."""
+    _, pack = nets["int8"]
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    pip = subprocess.run([str(py), "-m", "pip", "install", "-q", str(ROOT)], env=env,
+                         capture_output=True, text=True, timeout=900, check=False)
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    listed = subprocess.run([str(py), "-m", "pip", "list", "--format", "json"], env=env,
+                            capture_output=True, text=True, check=True).stdout
+    names = {p["name"].lower() for p in json.loads(listed)}
+    assert {"numpy", "zstandard", "kosumi"} <= names
+    assert not names & {"torch", "onnx", "onnxruntime", "matplotlib", "safetensors"}, names
+    kosumi = venv / "bin" / "kosumi"
+    gtp = subprocess.run([str(kosumi), "gtp", "--model", str(pack), "--visits", "32"],
+                         input="boardsize 9\ngenmove b\nplay w E5\ngenmove b\nquit\n", env=env,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert gtp.returncode == 0, gtp.stderr
+    replies = [x for x in gtp.stdout.splitlines() if x.startswith("=")]
+    assert len(replies) == 5 and replies[1][2:].strip()[0] in "ABCDEFGHJ", gtp.stdout
+    assert "backend auto -> numpy" in gtp.stderr
+    ana = subprocess.run([str(kosumi), "analyze", "--model", str(pack), "--moves", "B E5 W C3",
+                          "--size", "9", "--json"], env=env, capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert ana.returncode == 0, ana.stderr
+    rec = json.loads(ana.stdout)
+    assert rec["to_move"] == "B" and abs(sum(rec["policy"]) + rec["policy_pass"] - 1) < 1e-4

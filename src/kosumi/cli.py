@@ -8,6 +8,15 @@ from pathlib import Path
 
 import typer
 
+from kosumi.cli_options import (
+    backend_name,
+    backend_option,
+    device_option,
+    komi_option,
+    precision_option,
+    symmetries_option,
+    threads_option,
+)
 from kosumi.errors import KosumiError
 
 app = typer.Typer(
@@ -22,42 +31,6 @@ app = typer.Typer(
 def fail(message: str, code: int = 2) -> None:
     typer.echo(f"kosumi: error: {message}", err=True)
     raise typer.Exit(code)
-
-
-# ----------------------------------------------------------------------------- runtime options
-# every command that runs a net takes the same four (five with --precision)
-def backend_option() -> typer.models.OptionInfo:
-    return typer.Option("auto", "--backend", help="auto, torch, onnxruntime, tensorrt or numpy "
-                        "(auto: the fastest installed for the model; it says which).")
-
-
-def device_option() -> typer.models.OptionInfo:
-    return typer.Option("cpu", "--device", help="cpu, cuda or cuda:K.")
-
-
-def threads_option(help: str = "CPU threads of the backend.") -> typer.models.OptionInfo:
-    return typer.Option(1, "--threads", min=1, help=help)
-
-
-def symmetries_option(help: str = "Average over this many board symmetries (8 = all)."
-                      ) -> typer.models.OptionInfo:
-    return typer.Option(1, "--symmetries", min=1, max=8, help=help)
-
-
-def precision_option() -> typer.models.OptionInfo:
-    return typer.Option("auto", "--precision", help="auto (the model's own), fp32 or fp16.")
-
-
-def backend_name(evaluator: object) -> str:
-    """The backend an evaluator runs on (after ``auto``), for summaries."""
-    from kosumi.distill.labels import backend_of
-
-    return backend_of(evaluator) or "no backend"  # type: ignore[arg-type]
-
-
-def komi_option(help: str = "Komi (default: 7.0 on 9x9 and smaller boards, 7.5 above)."
-                ) -> typer.models.OptionInfo:
-    return typer.Option(None, "--komi", help=help)
 
 
 # ----------------------------------------------------------------------------- init (nets)
@@ -134,6 +107,7 @@ def analyze_command(
     import json
 
     from kosumi.runtime.analyze import (
+        analysis_line,
         analyze,
         position_from_moves,
         position_from_sgf,
@@ -158,25 +132,9 @@ def analyze_command(
             if as_json:
                 typer.echo(json.dumps(rec, separators=(",", ":")))
             else:
-                typer.echo(_analysis_line(rec))
+                typer.echo(analysis_line(rec))
     except KosumiError as e:
         fail(str(e))
-
-
-def _analysis_line(rec: dict) -> str:
-    """A short human summary of one analysis record."""
-    from kosumi.go.coords import point_to_vertex
-
-    n = rec["board_size"]
-    pol = rec["policy"] + [rec["policy_pass"]]
-    top = sorted(range(len(pol)), key=lambda i: -pol[i])[:5]
-    moves = ", ".join(f"{point_to_vertex(i, n)} {pol[i]:.3f}" for i in top)
-    parts = [f"{rec['id']}: " if "id" in rec else "", f"{rec['to_move']} to move, ",
-             f"winrate {rec['winrate']:.3f}"]
-    if "score_lead" in rec:
-        parts.append(f", lead {rec['score_lead']:+.1f}")
-    parts.append(f"; policy {moves}")
-    return "".join(parts)
 
 
 # ----------------------------------------------------------------------------- gtp (engine)

@@ -202,3 +202,19 @@ def analyze(evaluator: Evaluator, positions: list[Position],
         chunk = positions[start : start + batch_size]
         for pos, ev in zip(chunk, evaluator.evaluate([p.state for p in chunk])):
             yield analysis_record(pos.state, ev, pos.id)
+
+
+def analysis_line(rec: dict) -> str:
+    """A short human summary of one analysis record."""
+    from kosumi.go.coords import point_to_vertex
+
+    n = rec["board_size"]
+    pol = rec["policy"] + [rec["policy_pass"]]
+    top = sorted(range(len(pol)), key=lambda i: -pol[i])[:5]
+    moves = ", ".join(f"{point_to_vertex(i, n)} {pol[i]:.3f}" for i in top)
+    parts = [f"{rec['id']}: " if "id" in rec else "", f"{rec['to_move']} to move, ",
+             f"winrate {rec['winrate']:.3f}"]
+    if "score_lead" in rec:
+        parts.append(f", lead {rec['score_lead']:+.1f}")
+    parts.append(f"; policy {moves}")
+    return "".join(parts)

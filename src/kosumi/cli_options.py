@@ -1,0 +1,41 @@
+"""The options every ``kosumi`` command that runs a net shares (``--backend``, ``--device``,
+``--threads``, ``--symmetries``, ``--precision``; ``--komi`` with its one default per board
+size), made once so that the commands cannot drift apart."""
+
+from __future__ import annotations
+
+import typer
+
+
+def backend_option() -> typer.models.OptionInfo:
+    return typer.Option("auto", "--backend", help="auto, torch, onnxruntime, tensorrt or numpy "
+                        "(auto: the fastest installed for the model; it says which).")
+
+
+def device_option() -> typer.models.OptionInfo:
+    return typer.Option("cpu", "--device", help="cpu, cuda or cuda:K.")
+
+
+def threads_option(help: str = "CPU threads of the backend.") -> typer.models.OptionInfo:
+    return typer.Option(1, "--threads", min=1, help=help)
+
+
+def symmetries_option(help: str = "Average over this many board symmetries (8 = all)."
+                      ) -> typer.models.OptionInfo:
+    return typer.Option(1, "--symmetries", min=1, max=8, help=help)
+
+
+def precision_option() -> typer.models.OptionInfo:
+    return typer.Option("auto", "--precision", help="auto (the model's own), fp32 or fp16.")
+
+
+def backend_name(evaluator: object) -> str:
+    """The backend an evaluator runs on (after ``auto``), for summaries."""
+    from kosumi.distill.labels import backend_of
+
+    return backend_of(evaluator) or "no backend"  # type: ignore[arg-type]
+
+
+def komi_option(help: str = "Komi (default: 7.0 on 9x9 and smaller boards, 7.5 above)."
+                ) -> typer.models.OptionInfo:
+    return typer.Option(None, "--komi", help=help)

@@ -206,8 +206,6 @@ def analyze(evaluator: Evaluator, positions: list[Position],
 
 def analysis_line(rec: dict) -> str:
     """A short human summary of one analysis record."""
-    from kosumi.go.coords import point_to_vertex
-
     n = rec["board_size"]
     pol = rec["policy"] + [rec["policy_pass"]]
     top = sorted(range(len(pol)), key=lambda i: -pol[i])[:5]

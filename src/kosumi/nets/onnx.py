@@ -191,7 +191,7 @@ class _QdqBuilder(_OnnxBuilder):
         dequantized one (what a float op reads)."""
         return self.fvals[value] if value in self.fvals else self.dequantized(value)
 
-    def _dq_weight(self, name: str) -> tuple[str, str]:
+    def _dq_weight(self, name: str) -> str:
         t = self.raw
         w = t[f"{name}.weight"]
         sw = t[f"{name}.weight_scale"].astype(np.float32)
@@ -199,14 +199,13 @@ class _QdqBuilder(_OnnxBuilder):
         wq = self.const(f"{name}.weight_q", w, np.int8)
         w_scale = self.const(f"{name}.weight_scale", sw, np.float32)
         w_zero = self.const(f"{name}.weight_zero", np.zeros(o, np.int8), np.int8)
-        wf = self.op("DequantizeLinear", [wq, w_scale, w_zero], axis=0)
-        return wf, ""
+        return self.op("DequantizeLinear", [wq, w_scale, w_zero], axis=0)
 
     def _int_layer(self, st: Any) -> None:
         n = st.node
         t = self.raw
         xf = self.dequantized(n.inputs[0])  # quantize-in first if it was float
-        wf, _ = self._dq_weight(n.name)
+        wf = self._dq_weight(n.name)
         sx = self.acts[n.inputs[0]].scale
         b_scale = (np.float64(sx) * t[f"{n.name}.weight_scale"].astype(np.float64)).astype(
             np.float32)

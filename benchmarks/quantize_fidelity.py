@@ -37,6 +37,7 @@ from kosumi.nets.onnx import onnx_bytes
 from kosumi.quantize import QuantizeOptions, quantize_model
 from kosumi.quantize.calibration import read_calibration
 from kosumi.runtime import NetEvaluator, load_evaluator
+from kosumi.runtime.agreement import agreement, evaluate_all, kl
 from kosumi.runtime.analyze import position_from_json
 from kosumi.runtime.evaluator import same_size_chunks
 from kosumi.runtime.onnxruntime_backend import OnnxRuntimeBackend
@@ -44,35 +45,6 @@ from kosumi.runtime.options import LoadOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT.parent / "shared" / "reference" / "katago-g170-b6c96" / "raw_nn.jsonl"
-
-
-def kl(p: np.ndarray, q: np.ndarray) -> float:
-    return float(np.sum(np.where(p > 0, p * (np.log(np.maximum(p, 1e-30))
-                                             - np.log(np.maximum(q, 1e-30))), 0.0)))
-
-
-def evaluate(ev, states):
-    out = []
-    for i in range(0, len(states), 32):
-        out.extend(ev.evaluate(states[i:i + 32]))
-    return out
-
-
-def against_float(ref, got, sizes) -> dict:
-    rows = {}
-    for n in sorted(set(sizes), reverse=True):
-        idx = [i for i, s in enumerate(sizes) if s == n]
-        top1 = [int(np.argmax(ref[i].policy)) == int(np.argmax(got[i].policy)) for i in idx]
-        tie = [ref[i].policy[int(np.argmax(got[i].policy))] >= 0.95 * ref[i].policy.max()
-               for i in idx]
-        rows[f"{n}x{n}"] = {
-            "positions": len(idx),
-            "top1": round(float(np.mean(top1)), 4),
-            "top1_tie_aware": round(float(np.mean(tie)), 4),
-            "policy_kl": float(f"{np.mean([kl(ref[i].policy, got[i].policy) for i in idx]):.3g}"),
-            "value_mae": float(f"{np.mean([abs(ref[i].value - got[i].value) for i in idx]):.3g}"),
-        }
-    return rows
 
 
 def against_teacher(records, got) -> dict:
@@ -188,7 +160,7 @@ def main() -> int:
     records = [r for r in records if float_ev.supports_size(r["board_size"])]
     states = [position_from_json(json.dumps(r), r["id"]).state for r in records]
     sizes = [s.size for s in states]
-    ref = evaluate(float_ev, states)
+    ref = evaluate_all(float_ev, states)
     keep = args.keep_float if args.keep_float in ("auto", "none") else args.keep_float.split(",")
     report: dict = {"model": args.model, "calibration": args.calib,
                     "calibration_positions": args.calib_size,
@@ -228,8 +200,8 @@ def main() -> int:
             report["kosumi_qat"] = {"data": args.qat_data, "steps": args.qat_steps,
                                     "lr": args.qat_lr, "target": "float"}
             runs["kosumi int8 QAT (numpy)"] = load_evaluator(qq, backend="numpy", cache=False)
-        got = {name: evaluate(ev, states) for name, ev in runs.items()}
-        report["vs_float"] = {name: against_float(ref, g, sizes) for name, g in got.items()}
+        got = {name: evaluate_all(ev, states) for name, ev in runs.items()}
+        report["vs_float"] = {name: agreement(ref, g, sizes) for name, g in got.items()}
         report["vs_teacher"] = {"float": against_teacher(records, ref),
                                 **{name: against_teacher(records, g) for name, g in got.items()}}
         a, b = got["kosumi int8 (numpy)"], got["kosumi int8 (onnxruntime)"]

@@ -110,3 +110,22 @@ def random_net_file(path: Path, arch: str = "b2c16", features: str = "basic", he
         randomise_bn(net, torch.Generator().manual_seed(seed + 100))
     save_checkpoint(path, net)
     return path
+
+
+def quantized_net_files(root: Path, seed: int, positions: int = 64) -> tuple[Path, Path, Path]:
+    """(float net, calibration positions, its int8 net made by ``kosumi quantize``): a random
+    9x9 b2c16 quantized the way a user would."""
+    from typer.testing import CliRunner
+
+    from kosumi.cli import app
+    from kosumi.distill.positions import Position, write_positions
+    from kosumi.runtime.bench import bench_states
+
+    net = random_net_file(root / "net.safetensors", arch="b2c16", board_sizes=(9,), seed=seed)
+    calib = root / "calib"
+    write_positions(calib, [Position.from_state(s, f"c:{i}") for i, s in
+                            enumerate(bench_states(9, positions, seed=seed - 2))])
+    q = root / "q.safetensors"
+    r = CliRunner().invoke(app, ["quantize", str(net), "--calib", str(calib), "--out", str(q)])
+    assert r.exit_code == 0, r.output
+    return net, calib, q

@@ -11,11 +11,10 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT, random_net_file
+from conftest import ROOT, quantized_net_files
 from typer.testing import CliRunner
 
 from kosumi.cli import app
-from kosumi.distill.positions import Position, write_positions
 from kosumi.export.compressibility import compressibility, entropy_bytes
 from kosumi.nets.checkpoint import read_checkpoint
 from kosumi.nets.layouts import apply_layout, similar_order, undo_layout
@@ -27,13 +26,7 @@ from kosumi.runtime.bench import bench_states
 @pytest.fixture(scope="module")
 def nets(tmp_path_factory):
     root = tmp_path_factory.mktemp("pack")
-    net = random_net_file(root / "net.safetensors", arch="b2c16", board_sizes=(9,), seed=4)
-    calib = root / "calib"
-    write_positions(calib, [Position.from_state(s, f"c:{i}") for i, s in
-                            enumerate(bench_states(9, 64, seed=2))])
-    q = root / "q.safetensors"
-    r = CliRunner().invoke(app, ["quantize", str(net), "--calib", str(calib), "--out", str(q)])
-    assert r.exit_code == 0, r.output
+    net, _, q = quantized_net_files(root, seed=4)
     packs = {}
     for name, src in (("float", net), ("int8", q)):
         out = root / f"{name}.kpk"

@@ -8,10 +8,18 @@ from pathlib import Path
 
 import typer
 
+from kosumi.cli_models import (
+    bench_command,
+    export_command,
+    inspect_command,
+    quantize_command,
+    viz_command,
+)
 from kosumi.cli_options import (
     backend_name,
     backend_option,
     device_option,
+    fail,
     komi_option,
     precision_option,
     symmetries_option,
@@ -26,11 +34,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-def fail(message: str, code: int = 2) -> None:
-    typer.echo(f"kosumi: error: {message}", err=True)
-    raise typer.Exit(code)
 
 
 # ----------------------------------------------------------------------------- init (nets)
@@ -225,174 +228,12 @@ def match_command(
 
 
 
-# ----------------------------------------------------------------------------- export / inspect
-@app.command("export")
-def export_command(
-    model: Path = typer.Argument(..., help="Model to export: any format kosumi reads, or "
-                                 "'default'."),
-    fmt: str = typer.Option(..., "--format", help="kosumi, leelaz, onnx or tensorrt."),
-    out: Path = typer.Option(..., "--out", help="File to write (NET.safetensors, NET.txt[.gz], "
-                             "NET.onnx, NET.plan)."),
-    precision: str | None = typer.Option(None, "--precision", help="onnx: fp32 (default), fp16, "
-                                         "or int8 (a quantized net's own); tensorrt: fp16 "
-                                         "(default), fp32 or int8."),
-    batch: str = typer.Option("1,16,64", "--batch", help="tensorrt: min, opt, max batch of the "
-                              "optimisation profiles."),
-    sizes: str | None = typer.Option(None, "--size", help="tensorrt: board sizes to build "
-                                     "profiles for (default: the net's, at most 9,13,19)."),
-    device: str = typer.Option("cuda", "--device", help="tensorrt: the GPU to build for."),
-) -> None:
-    """Export a model: kosumi checkpoint, Leela Zero weights, ONNX, TensorRT engine."""
-    from kosumi.export import export_model
-
-    options: dict[str, object] = {
-        "precision": precision or ("fp16" if fmt == "tensorrt" else "fp32")}
-    if fmt == "tensorrt":
-        options.update(batch=batch, sizes=sizes, device=device)
-    try:
-        typer.echo(export_model(model, fmt, out, **options))
-    except KosumiError as e:
-        fail(str(e))
-
-
-@app.command("inspect")
-def inspect_command(
-    model: Path = typer.Argument(..., help="Model file: kosumi checkpoint, KataGo, Leela Zero, "
-                                 "ONNX, TensorRT plan, or 'default'."),
-    as_json: bool = typer.Option(False, "--json", help="Print the description as JSON."),
-) -> None:
-    """Describe a model file: format, version, size, parameters, inputs, heads, board sizes."""
-    import json
-
-    from kosumi.nets.inspect import describe_model, format_description
-    from kosumi.runtime.cpu import cpu_capabilities, cpu_line
-
-    try:
-        info = describe_model(model)
-    except KosumiError as e:
-        fail(str(e))
-    if as_json:
-        typer.echo(json.dumps({**info, "cpu": cpu_capabilities()}, indent=2))
-    else:
-        typer.echo(format_description(info))
-        typer.echo(f"{'this cpu:':<16} {cpu_line()}")
-
-
-@app.command("bench")
-def bench_command(
-    models: list[str] = typer.Argument(..., help="Models to time (any format, or 'default')."),
-    backends: str = typer.Option("auto", "--backend", help="Comma-separated backends (auto, "
-                                 "torch, onnxruntime, tensorrt, numpy)."),
-    batches: str = typer.Option("1,16", "--batch", help="Comma-separated batch sizes."),
-    sizes: str = typer.Option("9,19", "--size", help="Comma-separated board sizes."),
-    threads: int = threads_option(),
-    device: str = device_option(),
-    precision: str = precision_option(),
-    seconds: float = typer.Option(0.5, "--seconds", min=0.01, help="Timed seconds per cell and "
-                                  "round."),
-    rounds: int = typer.Option(5, "--rounds", min=1, help="Rounds; the cells are interleaved "
-                               "in each."),
-    memory: bool = typer.Option(True, "--memory/--no-memory", help="Measure the peak memory of "
-                                "each model x backend in a fresh process."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-) -> None:
-    """Time models x backends x batch sizes x board sizes in one run: evals/s, latency p50/p99,
-    peak memory."""
-    import json
-
-    from kosumi.runtime.bench import BenchPlan, format_bench, run_bench
-
-    try:
-        plan = BenchPlan.parse(models, backends, batches, sizes, threads=threads,
-                               device=None if device == "cpu" else device, precision=precision,
-                               seconds=seconds, rounds=rounds, memory=memory)
-        report = run_bench(plan, progress=not as_json)
-    except KosumiError as e:
-        fail(str(e))
-    typer.echo(json.dumps(report, indent=2) if as_json else format_bench(report))
-
-
-# ----------------------------------------------------------------------------- quantize
-@app.command("quantize")
-def quantize_command(
-    model: Path = typer.Argument(..., help="Float net to quantize (any format kosumi reads, or "
-                                 "'default')."),
-    out: Path = typer.Option(..., "--out", help="Quantized checkpoint to write (.safetensors)."),
-    bits: int = typer.Option(8, "--bits", help="8 (int8 weights and activations) or 16 (fp16)."),
-    calib: Path | None = typer.Option(None, "--calib", help="Calibration positions: a positions "
-                                      "or label folder, or a JSON Lines file (any board sizes)."),
-    calib_size: int = typer.Option(512, "--calib-size", min=1, help="Positions to calibrate on "
-                                   "(spread over the set)."),
-    method: str = typer.Option("mse", "--method", help="Activation ranges: minmax, percentile "
-                               "or mse."),
-    keep_float: str = typer.Option("auto", "--keep-float", help="auto (the most sensitive "
-                                   "layers, within --float-budget), none, or LAYER,LAYER,..."),
-    float_budget: float = typer.Option(0.05, "--float-budget", min=0.0, max=1.0,
-                                       help="auto: the share of parameters that may stay float."),
-    weight_range: int | None = typer.Option(None, "--weight-range", help="Largest int8 weight "
-                                            "(127; 63 avoids saturation on x86 without VNNI; "
-                                            "default: by this CPU)."),
-    activations: str = typer.Option("uint8", "--activations", help="uint8 (ONNX Runtime on "
-                                    "CPUs) or int8 (symmetric: TensorRT)."),
-    qat: bool = typer.Option(False, "--qat", help="Fine-tune through the quantization (QAT)."),
-    data: Path | None = typer.Option(None, "--data", help="QAT: a label folder (kosumi label), "
-                                     "or a positions folder with --qat-target float."),
-    steps: int = typer.Option(500, "--steps", min=1, help="QAT: optimizer steps."),
-    qat_target: str = typer.Option("float", "--qat-target", help="QAT: learn the float net's "
-                                   "own outputs (float; --data may be a positions folder), or "
-                                   "the labels' teacher targets (teacher)."),
-    qat_batch: int = typer.Option(128, "--qat-batch", min=1, help="QAT: positions per step."),
-    lr: float = typer.Option(1e-4, "--lr", help="QAT: peak learning rate (cosine decay)."),
-    seed: int = typer.Option(0, "--seed", help="QAT: seed of the batch order."),
-    threads: int | None = typer.Option(None, "--threads", min=1, help="QAT: torch threads."),
-    resume: bool = typer.Option(False, "--resume", help="QAT: continue the run saved beside "
-                                "--out (OUT.qat-state)."),
-    stop_after: int | None = typer.Option(None, "--stop-after", min=1, help="QAT: stop this "
-                                          "invocation after K steps (then --resume)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-) -> None:
-    """Quantize a net to int8 (PTQ, or QAT with --qat) or fp16, with a per-layer sensitivity
-    table."""
-    import json
-
-    from kosumi.quantize import QuantizeOptions, quantize_model
-
-    keep: str | list[str] = keep_float if keep_float in ("auto", "none") else [
-        k.strip() for k in keep_float.split(",") if k.strip()]
-    options = QuantizeOptions(bits=bits, method=method, keep_float=keep,
-                              float_budget=float_budget, weight_max=weight_range,
-                              activations=activations)
-    if weight_range is not None and not 1 <= weight_range <= 127:
-        fail(f"--weight-range {weight_range}: use 1..127")
-    if qat and data is None:
-        fail("--qat needs --data LABELS (a label folder)")
-    qat_options = None
-    if qat:
-        from kosumi.quantize.qat import QatOptions
-
-        qat_options = QatOptions(steps=steps, batch=qat_batch, lr=lr, target=qat_target,
-                                 seed=seed, threads=threads, stop_after=stop_after)
-    try:
-        report, nbytes = quantize_model(model, out, options, calib=calib, calib_limit=calib_size,
-                                        progress=lambda m: typer.echo(m, err=True),
-                                        qat_data=data if qat else None, qat_options=qat_options,
-                                        resume=resume, progress_bar=not as_json)
-    except KosumiError as e:
-        fail(str(e))
-    except Exception as e:  # QatStopped only; anything else is re-raised
-        from kosumi.quantize.qat import QatStopped
-
-        if not isinstance(e, QatStopped):
-            raise
-        typer.echo(f"{e}; nothing written to {out} yet")
-        return
-    if as_json:
-        typer.echo(json.dumps({"out": str(out), "bytes": nbytes,
-                               "scheme": report.scheme.to_dict()}, indent=2))
-        return
-    from kosumi.quantize.report import format_report
-
-    typer.echo(format_report(report, out, nbytes))
+# ----------------------------------------------------------------------------- model files
+app.command("export")(export_command)
+app.command("inspect")(inspect_command)
+app.command("bench")(bench_command)
+app.command("quantize")(quantize_command)
+app.command("viz")(viz_command)
 
 
 # ----------------------------------------------------------------------------- distill data

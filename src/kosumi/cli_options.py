@@ -1,6 +1,7 @@
 """The options every ``kosumi`` command that runs a net shares (``--backend``, ``--device``,
 ``--threads``, ``--symmetries``, ``--precision``; ``--komi`` with its one default per board
-size), made once so that the commands cannot drift apart."""
+size), made once so that the commands cannot drift apart; and ``fail``, the one way a command
+reports a user's error."""
 
 from __future__ import annotations
 
@@ -39,3 +40,9 @@ def backend_name(evaluator: object) -> str:
 def komi_option(help: str = "Komi (default: 7.0 on 9x9 and smaller boards, 7.5 above)."
                 ) -> typer.models.OptionInfo:
     return typer.Option(None, "--komi", help=help)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """A user's error: one line on stderr, exit code 2 (no traceback)."""
+    typer.echo(f"kosumi: error: {message}", err=True)
+    raise typer.Exit(code)

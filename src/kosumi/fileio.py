@@ -39,7 +39,8 @@ def atomic_writer(path: str | os.PathLike) -> Iterator[BinaryIO]:
     """Stream into ``path`` atomically: temp file in the same folder, fsync, rename.
 
     Yields the open temporary file (binary); on a normal exit it is fsynced and renamed over
-    ``path``, on an exception it is deleted and ``path`` is untouched.
+    ``path`` with the permissions a plain ``open`` would give it (the umask's, not the
+    temporary file's 0600), on an exception it is deleted and ``path`` is untouched.
     """
     path = Path(path)
     folder = path.parent
@@ -49,6 +50,7 @@ def atomic_writer(path: str | os.PathLike) -> Iterator[BinaryIO]:
             yield f
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -57,6 +59,12 @@ def atomic_writer(path: str | os.PathLike) -> Iterator[BinaryIO]:
             pass
         raise
     _fsync_dir(folder)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write(path: str | os.PathLike, data: bytes) -> None:

@@ -59,6 +59,8 @@ class FeatureSet(ABC):
     num_planes: int = 0
     num_globals: int = 0
     description: str = ""
+    plane_names: tuple[str, ...] = ()  # short names, for plots (empty: "plane i")
+    global_names: tuple[str, ...] = ()
 
     @abstractmethod
     def encode(self, states: Sequence[GameState]) -> tuple[np.ndarray, np.ndarray | None]:
@@ -118,6 +120,8 @@ class LeelaZero18(FeatureSet):
     num_planes = 18
     num_globals = 0
     description = "Leela Zero: 8 own + 8 opponent history planes, black/white to move"
+    plane_names = (*(f"own T-{t}" for t in range(8)), *(f"opp T-{t}" for t in range(8)),
+                   "black to move", "white to move")
     history = 8
 
     def encode(self, states: Sequence[GameState]) -> tuple[np.ndarray, None]:
@@ -151,6 +155,9 @@ class Basic(FeatureSet):
     num_planes = 11
     num_globals = 4
     description = "stones, liberties 1/2/3+, ko, last 4 moves; side to move, komi, last pass"
+    plane_names = ("on board", "own stones", "opp stones", "1 liberty", "2 liberties",
+                   "3+ liberties", "ko ban", "last move", "move -2", "move -3", "move -4")
+    global_names = ("black to move", "white to move", "komi / 15", "last move pass")
 
     def encode(self, states: Sequence[GameState]) -> tuple[np.ndarray, np.ndarray]:
         n = batch_board_size(states)

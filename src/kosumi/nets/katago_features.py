@@ -260,6 +260,15 @@ class KataGoV7(FeatureSet):
     description = ("KataGo V7: stones, liberties, ko, 5 moves, ladders (now/-1/-2, working "
                    "moves), pass-alive area; komi, rules, pass flags")
 
+    plane_names = ("on board", "own stones", "opp stones", "1 liberty", "2 liberties",
+                   "3 liberties", "ko ban", "encore ko", "unused", "move -1", "move -2",
+                   "move -3", "move -4", "move -5", "ladder now", "ladder -1", "ladder -2",
+                   "ladder moves", "own area", "opp area", "encore own", "encore opp")
+    global_names = ("pass -1", "pass -2", "pass -3", "pass -4", "pass -5", "komi / 20",
+                    "ko rule a", "ko rule b", "suicide", "territory", "tax a", "tax b",
+                    "encore a", "encore b", "pass ends", "pda a", "pda b", "button",
+                    "komi wave")
+
     def __init__(self, friendly_pass_ok: bool | None = None):
         self.friendly_pass_ok = friendly_pass_ok
 

@@ -1,0 +1,181 @@
+"""``kosumi viz``: the weight pictures put each weight where it belongs, the difference with a
+reference is the real difference, the sizes are the exports' own, the page is self-contained
+and loads every image in headless Chromium, and bad input is one line with nothing written."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import quantized_net_files, random_net_file, require_program, shared_path
+from typer.testing import CliRunner
+
+from kosumi.cli import app
+from kosumi.nets.checkpoint import read_checkpoint, save_checkpoint
+from kosumi.nets.formats import read_net
+from kosumi.viz.weights import diff_view, net_view, tile_filters
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture(scope="module")
+def nets(tmp_path_factory):
+    root = tmp_path_factory.mktemp("viz")
+    net, calib, q = quantized_net_files(root, seed=5, positions=48)
+    return {"root": root, "float": net, "int8": q, "calib": calib}
+
+
+def test_tiles_put_each_filter_in_its_cell():
+    w = np.arange(2 * 3 * 2 * 2, dtype=np.float32).reshape(2, 3, 2, 2)
+    img = tile_filters(w)
+    assert img.shape == (2 * 3 - 1, 3 * 3 - 1)  # 2x2 tiles, one separator pixel between
+    for o in range(2):
+        for i in range(3):
+            assert np.array_equal(img[3 * o:3 * o + 2, 3 * i:3 * i + 2], w[o, i])
+    assert np.isnan(img[2]).all() and np.isnan(img[:, 2]).all() and np.isnan(img[:, 5]).all()
+
+
+def test_difference_is_the_change_made_by_hand(nets, tmp_path):
+    ck = read_checkpoint(nets["float"])
+    tensors = {k: v.copy() for k, v in ck.tensors.items()}
+    delta = np.random.default_rng(1).normal(size=tensors["value_fc2.weight"].shape)
+    tensors["value_fc2.weight"] = (tensors["value_fc2.weight"] + delta).astype(np.float32)
+    changed = tmp_path / "changed.safetensors"
+    save_checkpoint(changed, tensors, ck.config)
+    a = net_view(read_net(changed).config, read_net(changed).tensors)
+    b = net_view(ck.config, ck.tensors)
+    diff, notes = diff_view(a, b)
+    assert notes == []
+    for layer in diff.layers:
+        if layer.name == "value_fc2":  # a dense layer, no batch norm folded into it
+            np.testing.assert_allclose(layer.weight, delta, rtol=1e-5, atol=1e-6)
+        else:
+            assert not np.any(layer.weight), layer.name
+    # a different architecture: what cannot be compared is said, layer by layer
+    small = random_net_file(tmp_path / "b1c8.safetensors", arch="b1c8", board_sizes=(9,))
+    c = net_view(read_net(small).config, read_net(small).tensors)
+    diff, notes = diff_view(b, c)
+    assert "layer blocks.1.conv1: not in the reference, not compared" in notes
+    assert "layer blocks.0.conv1: conv [16, 16, 3, 3] here, conv [8, 8, 3, 3] in the " \
+           "reference, not compared" in notes
+    for x in diff.layers:  # what is compared has one shape in both
+        assert b.layer(x.name).shape == c.layer(x.name).shape == x.shape
+
+
+def _page_images(page: str) -> list[str]:
+    return re.findall(r"<img [^>]*src='([^']*)'", page)
+
+
+def test_report_is_self_contained_and_loads_in_chromium(nets, tmp_path):
+    chromium = require_program(CHROMIUM)
+    out = tmp_path / "report"
+    r = run("viz", str(nets["int8"]), "--out", str(out), "--ref", str(nets["float"]),
+            "--calib", str(nets["calib"]))
+    assert r.exit_code == 0, r.output
+    page = (out / "report.html").read_text()
+    images = _page_images(page)
+    pngs = sorted((out / "figures").glob("*.png"))
+    assert len(images) == len(pngs) >= 30
+    assert all(src.startswith("data:image/png;base64,") for src in images)
+    assert not re.search(r"(src|href)=['\"](https?:)?//", page)  # nothing fetched
+    for p in pngs:
+        data = p.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) < 2_000_000, p.name
+    for heading in ("Summary", "Bytes per format", "Agreement with", "Compressibility",
+                    "Layers", "Distributions", "Activations", "Difference with the reference"):
+        assert heading in page, heading
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'c'}",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", "--hide-scrollbars"]
+    url = (out / "report.html").resolve().as_uri()
+    dom = subprocess.run([chromium, *flags, "--virtual-time-budget=10000", "--dump-dom", url],
+                         check=False, capture_output=True, text=True, timeout=120).stdout
+    n = len(images)
+    assert f'data-loaded="{n}" data-total="{n}"' in dom, dom[:300]
+    shot = tmp_path / "shot.png"
+    subprocess.run([chromium, *flags, "--window-size=1280,2400", f"--screenshot={shot}", url],
+                   check=True, capture_output=True, timeout=120)
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)[..., :3]
+    assert pixels.shape[:2] == (2400, 1280)
+    # the first figure (a colour-mapped filter image) is on screen: saturated reds and blues
+    red = (pixels[..., 0] > 0.55) & (pixels[..., 2] < 0.35)
+    blue = (pixels[..., 2] > 0.55) & (pixels[..., 0] < 0.35)
+    assert red.sum() > 500 and blue.sum() > 500
+
+
+def test_sizes_are_the_exports_own_and_agreement_is_measured(nets, tmp_path):
+    from kosumi.viz.report import build_report
+
+    report = build_report(nets["int8"], calib=nets["calib"], positions=48)
+    pack, onnx = tmp_path / "q.kpk", tmp_path / "q.onnx"
+    assert run("export", str(nets["int8"]), "--format", "pack", "--out", str(pack)).exit_code == 0
+    assert run("export", str(nets["int8"]), "--format", "onnx", "--precision", "int8",
+               "--out", str(onnx)).exit_code == 0
+    assert report.sizes["kosumi pack"] == pack.stat().st_size
+    assert report.sizes["onnx (int8)"] == onnx.stat().st_size
+    assert report.sizes["safetensors"] == nets["int8"].stat().st_size
+    # the integer net against its own weights in float: close, not identical
+    a = report.agreement["9x9"]
+    assert a["positions"] == 48 and 0.8 <= a["top1"] <= 1.0 and 0 < a["policy_kl"] < 0.05
+    codecs = report.compress_summary["stored"]
+    assert {"zstd-19", "zstd-dict", "gzip-9", "xz-9", "bz2-9"} <= set(codecs)
+    assert report.compress_summary["entropy_bytes"] < min(codecs.values())
+
+
+@pytest.mark.parametrize("kind", ["pack", "leelaz", "katago"])
+def test_viz_reads_every_format_with_tensors(kind, nets, tmp_path):
+    if kind == "pack":
+        model = tmp_path / "q.kpk"
+        assert run("export", str(nets["int8"]), "--format", "pack", "--out",
+                   str(model)).exit_code == 0
+    elif kind == "leelaz":
+        lz = random_net_file(tmp_path / "lz.safetensors", arch="b1c8", features="lz18",
+                             head="lz")
+        model = tmp_path / "lz.txt"
+        assert run("export", str(lz), "--format", "leelaz", "--out", str(model)).exit_code == 0
+    else:
+        model = shared_path("models/g170-b6c96-s175395328-d26788732.bin.gz")
+    r = run("viz", str(model), "--out", str(tmp_path / "out"))
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "by input plane" in page and len(_page_images(page)) >= 5
+    if kind == "katago":  # its pre-activation batch norms, drawn as per-channel affines
+        assert (tmp_path / "out" / "figures" / "layer-blocks_0_pre.png").exists()
+
+
+@pytest.mark.parametrize("features", ["basic", "lz18", "katago_v7"])
+def test_every_input_plane_has_a_name(features):
+    from kosumi.nets.features import get_feature_set
+
+    fs = get_feature_set(features)
+    assert len(fs.plane_names) == fs.num_planes and len(set(fs.plane_names)) == fs.num_planes
+    assert len(fs.global_names) == fs.num_globals
+
+
+def test_bad_input_is_one_line_and_writes_nothing(nets, tmp_path):
+    onnx = tmp_path / "q.onnx"
+    assert run("export", str(nets["float"]), "--format", "onnx", "--out", str(onnx)).exit_code == 0
+    out = tmp_path / "never"
+    cases = [
+        ((str(onnx), "--out", str(out)), "runtime file without the net's own tensors"),
+        ((str(tmp_path / "missing.safetensors"), "--out", str(out)), "missing.safetensors"),
+        ((str(nets["float"]), "--out", str(onnx)), "is a file, not a folder"),
+        ((str(nets["float"]), "--out", str(onnx / "sub")), "is a file, not a folder"),
+        ((str(nets["float"]), "--out", str(out), "--calib", str(tmp_path / "nope")), "nope"),
+    ]
+    for args, needle in cases:
+        r = run("viz", *args)
+        assert r.exit_code == 2, (args, r.output)
+        lines = r.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("kosumi: error:"), r.output
+        assert needle in lines[0], (needle, lines[0])
+        assert "Traceback" not in r.output
+    assert not out.exists()

@@ -88,6 +88,7 @@ def test_report_is_self_contained_and_loads_in_chromium(nets, tmp_path):
         data = p.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) < 2_000_000, p.name
     for heading in ("Summary", "Bytes per format", "Agreement with", "Compressibility",
+                    "Zeroing small int8 weights", "Size against agreement",
                     "Layers", "Distributions", "Activations", "Difference with the reference"):
         assert heading in page, heading
     flags = ["--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'c'}",

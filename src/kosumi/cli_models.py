@@ -132,6 +132,9 @@ def quantize_command(
                                 "--out (OUT.qat-state)."),
     stop_after: int | None = typer.Option(None, "--stop-after", min=1, help="QAT: stop this "
                                           "invocation after K steps (then --resume)."),
+    zero: int = typer.Option(0, "--zero", min=0, help="Lossy, for a smaller pack: set int8 "
+                             "weights with |q| <= T to zero (biases corrected on --calib; "
+                             "kosumi viz --calib shows the size-vs-agreement curve)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Quantize a net to int8 (PTQ, or QAT with --qat) or fp16, with a per-layer sensitivity
@@ -159,7 +162,8 @@ def quantize_command(
         report, nbytes = quantize_model(model, out, options, calib=calib, calib_limit=calib_size,
                                         progress=lambda m: typer.echo(m, err=True),
                                         qat_data=data if qat else None, qat_options=qat_options,
-                                        resume=resume, progress_bar=not as_json)
+                                        resume=resume, progress_bar=not as_json,
+                                        zero=zero)
     except KosumiError as e:
         fail(str(e))
     except Exception as e:  # QatStopped only; anything else is re-raised

@@ -25,10 +25,12 @@ def quantize_model(source: str | os.PathLike, out: str | os.PathLike, options: Q
                    calib: str | os.PathLike | None = None, calib_limit: int = 512,
                    progress: Any = None, qat_data: str | os.PathLike | None = None,
                    qat_options: Any = None, resume: bool = False,
-                   progress_bar: bool = False) -> tuple[QuantizeReport, int]:
+                   progress_bar: bool = False, zero: int = 0) -> tuple[QuantizeReport, int]:
     """Quantize ``source`` into ``out`` (see the module docstring): (report, bytes written).
     ``qat_data``: a label folder to fine-tune on (``quantize.qat``, with ``qat_options``),
-    resumable from ``OUT.qat-state`` with ``resume``."""
+    resumable from ``OUT.qat-state`` with ``resume``. ``zero``: then set the int8 weights with
+    ``|q| <= zero`` to zero, biases corrected on the calibration positions
+    (``quantize.zeroing``); the agreement is measured again after it."""
     from kosumi.fileio import output_errors
     from kosumi.models import resolve_model
     from kosumi.nets.checkpoint import save_checkpoint
@@ -71,8 +73,12 @@ def quantize_model(source: str | os.PathLike, out: str | os.PathLike, options: Q
             return trained, {**summary, "data": str(qat_data)}
     elif resume:
         raise KosumiError("--resume continues a QAT run: give --qat --data LABELS")
+    if zero and options.bits != 8:
+        raise KosumiError("--zero works on int8 weights: give --bits 8")
     qnet, report = quantize_net(ckpt, states, options, source=str(source), progress=progress,
                                 qat=qat)
+    if zero:
+        qnet, report = _zero(qnet, report, ckpt, states, zero, progress)
     prov = dict(qnet.config.provenance)
     prov["quantized_from"] = {"path": str(source), "bits": options.bits,
                               **({"calibration": str(calib)} if calib else {})}
@@ -81,3 +87,23 @@ def quantize_model(source: str | os.PathLike, out: str | os.PathLike, options: Q
     with output_errors(out):
         nbytes = save_checkpoint(out, qnet.tensors, qnet.config)
     return report, nbytes
+
+
+def _zero(qnet: Any, report: QuantizeReport, float_net: Any, states: list[Any], threshold: int,
+          progress: Any) -> tuple[Any, QuantizeReport]:
+    """``--zero``: small int8 weights zeroed, biases corrected, agreement measured again."""
+    from kosumi.nets.features import get_feature_set
+    from kosumi.nets.quant import QuantScheme
+    from kosumi.quantize.ptq import agreement_with_float, judge_batches
+    from kosumi.quantize.zeroing import input_means, zero_small_weights
+
+    judge, _ = judge_batches(get_feature_set(qnet.config.features), states, 128)
+    zeroed, n, total = zero_small_weights(qnet, threshold, input_means(qnet, judge))
+    if progress:
+        progress(f"--zero {threshold}: {n:,} of {total:,} int8 weights set to zero "
+                 f"({100 * n / max(1, total):.1f}%), biases corrected on {len(judge)} positions")
+    agreement = agreement_with_float(float_net, zeroed, states)
+    info = zeroed.config.quantization["info"]
+    info["agreement_on_calibration"] = agreement
+    return zeroed, QuantizeReport(scheme=QuantScheme.from_dict(zeroed.config.quantization),
+                                  sensitivity=report.sensitivity, agreement=agreement)

@@ -389,10 +389,8 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
                          options.percentile, options.activations)
     info.update(calibration_positions=len(states),
                 calibration_sizes=sorted({s.size for s in states}), weight_max=weight_max)
-    from kosumi.runtime.evaluator import same_size_chunks
 
-    judge = states[:: max(1, len(states) // options.eval_positions)][:options.eval_positions]
-    batches = [fs.encode([judge[i] for i in chunk]) for chunk in same_size_chunks(judge, 64)]
+    judge, batches = judge_batches(fs, states, options.eval_positions)
     rows: list[LayerSensitivity] = []
     if options.keep_float == KEEP_FLOAT_AUTO or options.sensitivity:
         say(f"sensitivity: {len(names)} layers, one at a time, on {len(judge)} positions")
@@ -431,3 +429,27 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
     q.config.quantization["info"] = info
     return q, QuantizeReport(scheme=QuantScheme.from_dict(q.config.quantization),
                              sensitivity=rows, agreement=agreement)
+
+
+def judge_batches(fs: Any, states: list[GameState], count: int
+                  ) -> tuple[list[GameState], list[tuple[np.ndarray, np.ndarray | None]]]:
+    """The positions the sensitivity and the agreement are judged on (``count`` spread over the
+    calibration set) and their encoded same-size batches."""
+    from kosumi.runtime.evaluator import same_size_chunks
+
+    judge = states[:: max(1, len(states) // count)][:count]
+    return judge, [fs.encode([judge[i] for i in chunk]) for chunk in same_size_chunks(judge, 64)]
+
+
+def agreement_with_float(float_net: Checkpoint, q: Checkpoint, states: list[GameState],
+                         count: int = 128) -> dict[str, float]:
+    """``compare_outputs`` of an int8 net against the float net it came from, on the positions
+    ``quantize_net`` judges on."""
+    from kosumi.runtime.numpy_backend import NumpyBackend
+    from kosumi.runtime.numpy_int8 import Int8NumpyBackend
+
+    _, batches = judge_batches(get_feature_set(float_net.config.features), states, count)
+    float_cfg = replace(float_net.config, quantization=QuantScheme(bits=16).to_dict())
+    ref = _outputs(NumpyBackend(float_cfg, fold_batchnorm(float_net.config, float_net.tensors)),
+                   batches)
+    return compare_outputs(ref, _outputs(Int8NumpyBackend(q.config, q.tensors), batches))

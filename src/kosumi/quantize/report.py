@@ -36,6 +36,11 @@ def format_report(report: QuantizeReport, out: str | os.PathLike, nbytes: int) -
             qat = scheme.info["qat"]
             console.print(f"QAT: {qat['steps']} steps against the {qat['target']} targets, "
                           f"lr {qat['lr']}, batch {qat['batch']}, {qat['positions']} positions")
+        if "zeroed" in scheme.info:
+            z = scheme.info["zeroed"]
+            console.print(f"zeroed: {z['weights']:,} of {z['of']:,} int8 weights with |q| <= "
+                          f"{z['threshold']} ({100 * z['weights'] / max(1, z['of']):.1f}%), "
+                          f"biases {'corrected' if z['bias_corrected'] else 'as they were'}")
         console.print(f"whole net vs float on a sample of the calibration positions "
                       f"(raw logits): top-1 {a.get('top1', 0):.3f}, policy SQNR "
                       f"{a.get('sqnr_policy', 0):.1f} dB, worst output SQNR "

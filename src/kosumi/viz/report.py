@@ -54,6 +54,7 @@ class Report:
     compress_rows: list[Any] = field(default_factory=list)
     agreement: dict[str, Any] | None = None
     agreement_with: str = ""
+    zeroing: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     ref: str | None = None
 
@@ -168,7 +169,7 @@ def _with_positions(report: Report, ckpt: Any, view: Any, model: str | os.PathLi
                     tick: Progress) -> None:
     from kosumi.nets.features import get_feature_set
     from kosumi.nets.quant import QuantScheme
-    from kosumi.quantize.calibration import check_sizes, collect_stats, read_calibration
+    from kosumi.quantize.calibration import check_sizes, collect_stats, read_calibration, spread
     from kosumi.runtime import NetEvaluator, load_evaluator
     from kosumi.runtime.agreement import agreement, evaluate_all
     from kosumi.runtime.numpy_backend import NumpyBackend
@@ -192,6 +193,14 @@ def _with_positions(report: Report, ckpt: Any, view: Any, model: str | os.PathLi
         "activations", "activations", "activation ranges",
         W.activations_figure(stats, view.scheme if bits == 8 else None),
         f"Over {len(states)} positions of {calib}, the weights in float."))
+    if bits == 8:
+        from kosumi.quantize.zeroing import zeroing_curve
+
+        tick("the zeroing curve")
+        report.zeroing = zeroing_curve(ckpt, spread(states, 128), progress=tick)
+        report.figures.append(Figure(
+            "zeroing", "zeroing", "size against agreement", W.zeroing_figure(report.zeroing),
+            "kosumi quantize --zero T sets the int8 weights with |q| <= T to zero."))
     sizes = [s.size for s in states]
     got = load_evaluator(str(model), backend="numpy", cache=False)
     if ref is not None:
@@ -296,6 +305,16 @@ def _summary_html(report: Report) -> str:
     parts = ["<h2 id='summary'>Summary</h2>", _table(["", ""], rows, "kv")]
     parts.append("<h3>Bytes per format</h3>")
     parts.append(_table(["format", "bytes"], [[k, v] for k, v in report.sizes.items()], "kv"))
+    if report.zeroing:
+        parts.append("<h3>Zeroing small int8 weights (kosumi quantize --zero T)</h3>")
+        boards = list(report.zeroing[0]["agreement"])
+        parts.append(_table(
+            ["T", "zeroed", "pack bytes", "vs naive", "weights entropy",
+             *(f"{b} top-1" for b in boards), *(f"{b} KL" for b in boards)],
+            [[r["threshold"], f"{100 * r['zeroed']:.1f}%", r["pack_bytes"], r["vs_naive"],
+              r["weights_entropy"],
+              *(f"{100 * r['agreement'][b]['top1']:.1f}%" for b in boards),
+              *(r["agreement"][b]["policy_kl"] for b in boards)] for r in report.zeroing]))
     if report.agreement:
         parts.append(f"<h3>Agreement with {html.escape(report.agreement_with)}</h3>")
         parts.append(_table(
@@ -331,7 +350,8 @@ def _compress_html(report: Report) -> str:
     return "\n".join(parts)
 
 
-SECTIONS = (("layers", "Layers"), ("distributions", "Distributions"),
+SECTIONS = (("zeroing", "Size against agreement"), ("layers", "Layers"),
+            ("distributions", "Distributions"),
             ("activations", "Activations"), ("difference", "Difference with the reference"))
 
 STYLE = """

@@ -385,3 +385,37 @@ def sensitivity_figure(rows: list[dict[str, Any]]) -> bytes | None:
     ax.set_title("quantization sensitivity per layer (red: kept in float)", fontsize=10)
     fig.tight_layout()
     return _png(fig)
+
+
+def zeroing_figure(rows: list[dict[str, Any]]) -> bytes:
+    """The size-vs-agreement curve of ``quantize.zeroing``: the pack's bytes against the
+    top-1 agreement (per board size) and the policy KL with the net as given, one point per
+    threshold."""
+    fig = _figure(10, 4.2)
+    ax = fig.add_subplot(1, 2, 1)
+    bx = fig.add_subplot(1, 2, 2)
+    x = np.array([r["pack_bytes"] for r in rows]) / 1000.0
+    boards = list(rows[0]["agreement"]) if rows else []
+    for board, colour in zip(boards, ("#2166ac", "#b2182b", "#1b7837")):
+        ax.plot(x, [100 * r["agreement"][board]["top1"] for r in rows], "o-", color=colour,
+                label=f"{board} top-1")
+        bx.plot(x, [r["agreement"][board]["policy_kl"] for r in rows], "o-", color=colour,
+                label=f"{board} policy KL")
+    if boards:  # each point's threshold and share of zeros, beside the first board's KL
+        for r, xi in zip(rows, x):
+            bx.annotate(f"T={r['threshold']} ({100 * r['zeroed']:.0f}%)",
+                        (xi, r["agreement"][boards[0]]["policy_kl"]), fontsize=6,
+                        xytext=(-4, 6), textcoords="offset points", ha="right")
+    ax.set_xlabel("pack size (KB)")
+    ax.set_ylabel("top-1 agreement with the net as given (%)")
+    bx.set_xlabel("pack size (KB)")
+    bx.set_ylabel("policy KL (nats)")
+    for a in (ax, bx):
+        a.invert_xaxis()  # smaller files to the right
+        a.grid(alpha=0.3)
+        a.legend(fontsize=7)
+    fig.suptitle("zeroing the int8 weights with |q| <= T (biases corrected): size against "
+                 "agreement; T=k (share of weights zeroed)",
+                 fontsize=10)
+    fig.tight_layout()
+    return _png(fig)

@@ -30,6 +30,7 @@ import traceback
 from pathlib import Path
 
 import numpy as np
+from emit import emit
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -178,11 +179,7 @@ def main() -> int:
         return out
 
     step(report, "bench", bench)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-    return 0
+    return emit(report, args.out)
 
 
 if __name__ == "__main__":

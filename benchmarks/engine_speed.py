@@ -12,7 +12,6 @@ encoding, softmax and backup. The target for the foundation is <= 100 us on 19x1
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -24,6 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from emit import emit
 
 from kosumi import accel
 from kosumi.engine.mcts import MCTS, SearchConfig
@@ -253,11 +253,7 @@ def main(argv: list[str] | None = None) -> int:
                                         repeat=args.repeat, backend=args.backend,
                                         int8=args.int8)
                 for arch in args.lz_archs.split(",")}
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-    return 0
+    return emit(report, args.out)
 
 
 if __name__ == "__main__":

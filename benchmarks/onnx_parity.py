@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from emit import emit
 
 from kosumi.export import export_model
 from kosumi.go.board import GameState
@@ -151,11 +152,7 @@ def main() -> int:
             report["models"][Path(model).name] = model_parity(model, records, Path(tmp))
         if args.katago and args.katago.exists():
             report["katago_vs_katago_engine"] = katago_parity(args.katago, records, Path(tmp))
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-    return 0
+    return emit(report, args.out)
 
 
 if __name__ == "__main__":

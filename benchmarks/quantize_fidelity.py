@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from emit import emit
 
 from kosumi.nets.formats import read_model
 from kosumi.nets.onnx import onnx_bytes
@@ -214,11 +215,7 @@ def main() -> int:
             fp32 = peer.with_suffix(".fp32.onnx")
             report["speed_evals_per_s"] = speed({"fp32": fp32, "kosumi_int8": kosumi_onnx,
                                                  "quantize_static": peer})
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-    return 0
+    return emit(report, args.out)
 
 
 if __name__ == "__main__":

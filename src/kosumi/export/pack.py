@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from kosumi.export.compressibility import compress, compressibility
+from kosumi.export.compressibility import TensorRow, compress, compressibility
 from kosumi.fileio import atomic_write, output_errors
 from kosumi.nets.checkpoint import Checkpoint
 from kosumi.nets.config import NetConfig
@@ -45,10 +45,14 @@ def deploy_config(config: NetConfig) -> NetConfig:
     return replace(config, quantization=q)
 
 
-def pack_checkpoint(checkpoint: Checkpoint) -> tuple[bytes, dict[str, Any]]:
-    """(the pack's bytes, a summary: the naive size, the entropy floor, the chosen layouts)."""
+def pack_checkpoint(checkpoint: Checkpoint, rows: list[TensorRow] | None = None
+                    ) -> tuple[bytes, dict[str, Any]]:
+    """(the pack's bytes, a summary: the naive size, the entropy floor, the chosen layouts).
+    ``rows``: the net's compressibility table when it was measured already (with the pack's
+    codec among its codecs), so that the search is not run twice."""
     tensors = {k: np.ascontiguousarray(v) for k, v in checkpoint.tensors.items()}
-    rows = compressibility(tensors, (PACK_CODEC,))
+    if rows is None:
+        rows = compressibility(tensors, (PACK_CODEC,))
     entries, stored, blobs = [], [], []
     chosen: dict[str, int] = {}
     for row in rows:

@@ -242,14 +242,14 @@ def _sizes(report: Report, ckpt: Any, tick: Progress) -> None:
                                                               check=False))
     except ImportError:
         report.sizes["onnx"] = "needs onnx (pip install 'kosumi[onnx]')"
-    tick("packing")
-    data, info = pack_checkpoint(ckpt)
-    report.sizes["kosumi pack"] = len(data)
-    report.sizes["naive (tensors in file order, zstd -19)"] = info["naive_bytes"]
-    report.sizes["entropy floor of the values"] = info["entropy_bytes"]
     tick("the codec x layout table")
     tensors = {k: np.ascontiguousarray(v) for k, v in ckpt.tensors.items()}
     report.compress_rows = compressibility(tensors, dictionary=train_dictionary(tensors))
+    tick("packing")
+    data, info = pack_checkpoint(ckpt, report.compress_rows)
+    report.sizes["kosumi pack"] = len(data)
+    report.sizes["naive (tensors in file order, zstd -19)"] = info["naive_bytes"]
+    report.sizes["entropy floor of the values"] = info["entropy_bytes"]
     report.compress_summary = summary(report.compress_rows)
 
 

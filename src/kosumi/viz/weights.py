@@ -34,7 +34,6 @@ from kosumi.nets.config import NetConfig
 from kosumi.nets.graph import WEIGHTED_OPS, inference_graph
 
 CMAP = "RdBu_r"
-MAX_PIXELS = 1100  # per side of a tiled image
 
 
 @dataclass

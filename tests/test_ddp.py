@@ -73,6 +73,53 @@ def test_global_batchnorm_equals_batchnorm(tmp_path):
     assert int(glob.num_batches_tracked) == int(ref.num_batches_tracked) == 1
 
 
+def assert_same_weights(one, two) -> None:
+    """Every weight agrees, except one direction the loss cannot see: the centre tap of the
+    constant "on board" plane adds the same number everywhere, which the next BatchNorm
+    removes; its true gradient is 0, and Adam turns the float noise of a 0 gradient (which
+    differs with the summation order) into steps of size lr. The running mean follows it."""
+    a, b = read_checkpoint(one).tensors, read_checkpoint(two).tensors
+    assert a.keys() == b.keys()
+    for k in a:
+        x, y = a[k].copy(), b[k].copy()
+        if k == "input_conv.weight":
+            x[:, 0, 1, 1] = y[:, 0, 1, 1] = 0.0
+        if k == "input_bn.running_mean":
+            continue
+        np.testing.assert_allclose(y, x, atol=1e-4, rtol=0, err_msg=k)
+
+
+def test_two_nodes_over_one_label_folder_equal_one_process(tmp_path):
+    """``torchrun --nnodes 2``: two launchers (two "machines", each with its own cache disk)
+    train over the same label folder and write one student to the shared ``--out``."""
+    lab, teacher = make_label_folder(tmp_path / "data", size=7, games=12, length=14, seed=3)
+    common = ["--data", str(lab), "--teacher", str(teacher), "--student", "b1c8",
+              "--steps", "5", "--batch", "16", "--lr", "3e-3", "--eval-every", "3",
+              "--threads", "1", "--device", "cpu", "--quiet"]
+    two = tmp_path / "shared" / "two.safetensors"
+    two.parent.mkdir()
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    port = str(free_port())
+    nodes = [subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank",
+         str(rank), "--nproc_per_node", "1", "--master_addr", "127.0.0.1", "--master_port",
+         port, "-m", "kosumi", "distill", *common, "--cache-dir",
+         str(tmp_path / f"node{rank}-cache"), "--out", str(two)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for rank in (0, 1)]
+    outs = [n.communicate(timeout=300) for n in nodes]
+    for n, (_, err) in zip(nodes, outs):
+        assert n.returncode == 0, err[-3000:]
+    assert outs[0][0].count("wrote ") == 1 and "wrote " not in outs[1][0]  # rank 0 writes
+    assert (tmp_path / "node1-cache").exists()  # each machine built its own cache
+
+    one = tmp_path / "one.safetensors"
+    distill(DistillOptions(data=lab, out=one, teacher=str(teacher), student="b1c8", steps=5,
+                           batch=16, lr=3e-3, eval_every=3, threads=1, device="cpu",
+                           progress=False, cache_dir=tmp_path / "cache"))
+    assert_same_weights(one, two)
+
+
 def test_two_gloo_processes_equal_one_process(tmp_path):
     lab, teacher = make_label_folder(tmp_path / "data", size=7, games=12, length=14, seed=3)
     common = ["--data", str(lab), "--teacher", str(teacher), "--student", "b1c8",
@@ -92,19 +139,7 @@ def test_two_gloo_processes_equal_one_process(tmp_path):
     distill(DistillOptions(data=lab, out=one, teacher=str(teacher), student="b1c8", steps=5,
                            batch=16, lr=3e-3, eval_every=3, threads=1, device="cpu",
                            progress=False, cache_dir=tmp_path / "cache"))
-    a, b = read_checkpoint(one).tensors, read_checkpoint(two).tensors
-    assert a.keys() == b.keys()
-    # Every weight agrees, except one direction the loss cannot see: the centre tap of the
-    # constant "on board" plane adds the same number everywhere, which the next BatchNorm
-    # removes; its true gradient is 0, and Adam turns the float noise of a 0 gradient (which
-    # differs with the summation order) into steps of size lr. The running mean follows it.
-    for k in a:
-        x, y = a[k].copy(), b[k].copy()
-        if k == "input_conv.weight":
-            x[:, 0, 1, 1] = y[:, 0, 1, 1] = 0.0
-        if k == "input_bn.running_mean":
-            continue
-        np.testing.assert_allclose(y, x, atol=1e-4, rtol=0, err_msg=k)
+    assert_same_weights(one, two)
     # and the two students compute the same function (batch statistics, as in training)
     from kosumi.distill.dataset import load_dataset
     from kosumi.distill.labels import LabelStore

@@ -77,6 +77,52 @@ def test_packs_read_back_bit_for_bit(nets):
         assert np.array_equal(e1.policy, e2.policy) and e1.value == e2.value
 
 
+def test_both_frame_plans_read_back_bit_for_bit(nets, tmp_path):
+    """One zstd frame for everything, or a frame per tensor: the writer keeps the smaller, and
+    the reader takes either."""
+    from kosumi.nets.pack import _pack_bytes
+
+    src, _ = nets["int8"]
+    ck = read_checkpoint(src)
+    entries = [{"name": k, "dtype": str(v.dtype), "shape": list(v.shape), "layout": []}
+               for k, v in ck.tensors.items()]
+    stored = [v.tobytes() for v in ck.tensors.values()]
+    for own_frame in (None, 1, 4096):
+        path = tmp_path / f"plan{own_frame}.kpk"
+        path.write_bytes(_pack_bytes(ck.config, entries, stored, [], 19, own_frame))
+        back = read_pack_model(path)
+        for k, arr in ck.tensors.items():
+            assert back.tensors[k].dtype == arr.dtype and np.array_equal(back.tensors[k], arr)
+
+
+def test_a_version_1_pack_still_reads(nets, tmp_path):
+    """A pack in the first format (every tensor with an explicit offset and size), written here
+    by hand from the format's description, reads back bit for bit."""
+    import hashlib
+
+    import zstandard
+
+    src, _ = nets["int8"]
+    ck = read_checkpoint(src)
+    payload, entries = b"", []
+    for name, arr in ck.tensors.items():
+        entries.append({"name": name, "dtype": str(arr.dtype), "shape": list(arr.shape),
+                        "layout": [], "offset": len(payload), "nbytes": arr.nbytes})
+        payload += arr.tobytes()
+    header = {"config": json.loads(ck.config.to_json()), "tensors": entries, "blobs": []}
+    zc = zstandard.ZstdCompressor(level=3)
+    head = zc.compress(json.dumps(header).encode())
+    body = MAGIC + struct.pack("<HHI", 1, 0, len(head)) + head + zc.compress(payload)
+    old = tmp_path / "v1.kpk"
+    old.write_bytes(body + hashlib.sha256(body).digest())
+    back = read_pack_model(old)
+    assert set(back.tensors) == set(ck.tensors)
+    for k, arr in ck.tensors.items():
+        assert back.tensors[k].dtype == arr.dtype and np.array_equal(back.tensors[k], arr), k
+    info = CliRunner().invoke(app, ["inspect", str(old)])
+    assert info.exit_code == 0 and "version 1" in info.output, info.output
+
+
 def test_damaged_packs_are_one_line_errors(nets, tmp_path):
     _, pack = nets["int8"]
     data = pack.read_bytes()
@@ -136,6 +182,14 @@ def test_a_bare_install_plays_from_a_pack(nets, tmp_path):
     replies = [x for x in gtp.stdout.splitlines() if x.startswith("=")]
     assert len(replies) == 5 and replies[1][2:].strip()[0] in "ABCDEFGHJ", gtp.stdout
     assert "backend auto -> numpy" in gtp.stderr
+    # the embedded tiny pack ships with the core install and plays from it
+    tiny = subprocess.run([str(kosumi), "gtp", "--model", "tiny", "--visits", "32"],
+                          input="boardsize 9\nkomi 7\ngenmove b\nquit\n", env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert tiny.returncode == 0, tiny.stderr
+    replies = [x for x in tiny.stdout.splitlines() if x.startswith("=")]
+    assert len(replies) == 4 and replies[2][2:].strip()[0] in "ABCDEFGHJ", tiny.stdout
+    assert "backend auto -> numpy" in tiny.stderr and "tiny" in tiny.stderr
     ana = subprocess.run([str(kosumi), "analyze", "--model", str(pack), "--moves", "B E5 W C3",
                           "--size", "9", "--json"], env=env, capture_output=True, text=True,
                          timeout=300, check=False)

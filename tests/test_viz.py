@@ -4,6 +4,7 @@ and loads every image in headless Chromium, and bad input is one line with nothi
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 
@@ -75,8 +76,9 @@ def _page_images(page: str) -> list[str]:
 def test_report_is_self_contained_and_loads_in_chromium(nets, tmp_path):
     chromium = require_program(CHROMIUM)
     out = tmp_path / "report"
+    strength = _strength_table(tmp_path / "strength.json", nets["int8"])
     r = run("viz", str(nets["int8"]), "--out", str(out), "--ref", str(nets["float"]),
-            "--calib", str(nets["calib"]))
+            "--calib", str(nets["calib"]), "--strength", str(strength))
     assert r.exit_code == 0, r.output
     page = (out / "report.html").read_text()
     images = _page_images(page)
@@ -89,6 +91,7 @@ def test_report_is_self_contained_and_loads_in_chromium(nets, tmp_path):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) < 2_000_000, p.name
     for heading in ("Summary", "Bytes per format", "Agreement with", "Compressibility",
                     "Zeroing small int8 weights", "Size against agreement",
+                    "Size against strength", "matches against gnugo --level 10",
                     "Layers", "Distributions", "Activations", "Difference with the reference"):
         assert heading in page, heading
     flags = ["--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'c'}",
@@ -110,6 +113,23 @@ def test_report_is_self_contained_and_loads_in_chromium(nets, tmp_path):
     red = (pixels[..., 0] > 0.55) & (pixels[..., 2] < 0.35)
     blue = (pixels[..., 2] > 0.55) & (pixels[..., 0] < 0.35)
     assert red.sum() > 500 and blue.sum() > 500
+
+
+def _strength_table(path, model):
+    """A size-vs-strength table (``engine.strength``) with this net among two others."""
+    from kosumi.engine.strength import strength_row, write_strength_table
+
+    match = path.with_name("match.json")
+    match.write_text(json.dumps({"second": "gnugo --level 10", "size": 9, "games": [
+        {"index": i, "first_color": "BW"[i % 2], "winner": "B" if i < 3 else "W"}
+        for i in range(6)]}))
+    row = strength_row("q", model, [match])
+    rows = [row, {**row, "name": "bigger", "model": "x.kpk", "bytes": 4 * row["bytes"],
+                  "elo": 150.0, "low": 40.0, "high": 300.0},
+            {**row, "name": "smaller", "model": "y.kpk", "bytes": row["bytes"] // 3,
+             "elo": -200.0, "low": -400.0, "high": -60.0}]
+    write_strength_table(rows, path)
+    return path
 
 
 def test_sizes_are_the_exports_own_and_agreement_is_measured(nets, tmp_path):
@@ -171,6 +191,8 @@ def test_bad_input_is_one_line_and_writes_nothing(nets, tmp_path):
         ((str(nets["float"]), "--out", str(onnx)), "is a file, not a folder"),
         ((str(nets["float"]), "--out", str(onnx / "sub")), "is a file, not a folder"),
         ((str(nets["float"]), "--out", str(out), "--calib", str(tmp_path / "nope")), "nope"),
+        ((str(nets["float"]), "--out", str(out), "--strength", str(onnx)),
+         "not a strength table"),
     ]
     for args, needle in cases:
         r = run("viz", *args)

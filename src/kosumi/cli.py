@@ -22,8 +22,10 @@ from kosumi.cli_options import (
     fail,
     komi_option,
     precision_option,
+    ray_option,
     symmetries_option,
     threads_option,
+    workers_option,
 )
 from kosumi.errors import KosumiError
 
@@ -85,7 +87,7 @@ def init_command(
 # ----------------------------------------------------------------------------- analyze (runtime)
 @app.command("analyze")
 def analyze_command(
-    model: Path = typer.Option(..., "--model", help="Model file (any format) or 'default'."),
+    model: Path = typer.Option(..., "--model", help="Model file (any format) or 'default' / 'tiny'."),
     moves: str | None = typer.Option(
         None, "--moves", help='Moves from the empty board, e.g. "B D4 W Q16 B pass".'
     ),
@@ -143,7 +145,7 @@ def analyze_command(
 # ----------------------------------------------------------------------------- gtp (engine)
 @app.command("gtp")
 def gtp_command(
-    model: str = typer.Option(..., "--model", help="Model file (any format), 'default', or "
+    model: str = typer.Option(..., "--model", help="Model file (any format), 'default', 'tiny', or "
                               "'uniform' (no network)."),
     visits: int = typer.Option(200, "--visits", min=1, help="Playouts per move."),
     batch: int = typer.Option(8, "--batch", min=1, help="Leaves evaluated together."),
@@ -253,7 +255,8 @@ def selfplay_command(
         0, "--random-opening", min=0, help="The first K moves of each game are random."),
     max_moves: int | None = typer.Option(
         None, "--max-moves", min=1, help="Stop a game after this many moves (default 2*N*N)."),
-    workers: int = typer.Option(1, "--workers", min=1, help="Processes, one teacher each."),
+    workers: int | None = workers_option(),
+    ray: str | None = ray_option(),
     backend: str = backend_option(),
     device: str = device_option(),
     threads: int = threads_option("CPU threads per teacher."),
@@ -274,7 +277,8 @@ def selfplay_command(
     try:
         stats = run_selfplay(model, out, games, config, workers=workers, threads=threads,
                              symmetries=symmetries, backend=backend,
-                             device=None if device == "cpu" else device, progress=True)
+                             device=None if device == "cpu" else device, progress=True,
+                             ray=ray)
     except KosumiError as e:
         fail(str(e))
     typer.echo(f"{out}: {stats.games_played} games played, {stats.games_recovered} recovered, "
@@ -316,7 +320,8 @@ def label_command(
     teacher: Path = typer.Option(..., "--teacher", help="Teacher model file (any format)."),
     positions: Path = typer.Option(..., "--positions", help="Positions folder."),
     out: Path = typer.Option(..., "--out", help="Label folder (created, or resumed)."),
-    workers: int = typer.Option(1, "--workers", min=1, help="Processes, one teacher each."),
+    workers: int | None = workers_option(),
+    ray: str | None = ray_option(),
     backend: str = backend_option(),
     device: str = device_option(),
     threads: int = threads_option("CPU threads per teacher."),
@@ -335,7 +340,8 @@ def label_command(
         stats = label_positions(teacher, positions, out, symmetries=symmetries, batch=batch,
                                 chunk_size=shard_size, workers=workers, threads=threads,
                                 backend=backend, device=None if device == "cpu" else device,
-                                allow_mixed_teachers=allow_mixed_teachers, progress=True)
+                                allow_mixed_teachers=allow_mixed_teachers, progress=True,
+                                ray=ray)
     except KosumiError as e:
         fail(str(e))
     typer.echo(f"{out}: labelled {stats.labelled} positions in {stats.shards} shards; "

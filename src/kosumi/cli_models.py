@@ -14,7 +14,7 @@ from kosumi.errors import KosumiError
 # ----------------------------------------------------------------------------- export / inspect
 def export_command(
     model: Path = typer.Argument(..., help="Model to export: any format kosumi reads, or "
-                                 "'default'."),
+                                 "'default' or 'tiny'."),
     fmt: str = typer.Option(..., "--format", help="kosumi, leelaz, onnx, tensorrt or pack."),
     out: Path = typer.Option(..., "--out", help="File to write (NET.safetensors, NET.txt[.gz], "
                              "NET.onnx, NET.plan, NET.kpk)."),
@@ -43,7 +43,7 @@ def export_command(
 
 def inspect_command(
     model: Path = typer.Argument(..., help="Model file: kosumi checkpoint, KataGo, Leela Zero, "
-                                 "ONNX, TensorRT plan, or 'default'."),
+                                 "ONNX, TensorRT plan, 'default' or 'tiny'."),
     as_json: bool = typer.Option(False, "--json", help="Print the description as JSON."),
 ) -> None:
     """Describe a model file: format, version, size, parameters, inputs, heads, board sizes."""
@@ -64,7 +64,7 @@ def inspect_command(
 
 
 def bench_command(
-    models: list[str] = typer.Argument(..., help="Models to time (any format, or 'default')."),
+    models: list[str] = typer.Argument(..., help="Models to time (any format, 'default', 'tiny')."),
     backends: str = typer.Option("auto", "--backend", help="Comma-separated backends (auto, "
                                  "torch, onnxruntime, tensorrt, numpy)."),
     batches: str = typer.Option("1,16", "--batch", help="Comma-separated batch sizes."),
@@ -186,7 +186,7 @@ def quantize_command(
 def viz_command(
     model: Path = typer.Argument(..., help="Model to picture: any format with tensors (kosumi "
                                  "checkpoint, quantized or not, pack, KataGo, Leela Zero), or "
-                                 "'default'."),
+                                 "'default' or 'tiny'."),
     out: Path = typer.Option(..., "--out", help="Folder for report.html and figures/*.png."),
     ref: Path | None = typer.Option(None, "--ref", help="Another model: also plot the "
                                     "difference of every layer both have (int8 vs float, "
@@ -196,6 +196,9 @@ def viz_command(
                                       "agreement figures."),
     positions: int = typer.Option(256, "--positions", min=1, help="Positions of --calib to "
                                   "use (spread over the set)."),
+    strength: Path | None = typer.Option(None, "--strength", help="A size-vs-strength table "
+                                         "(benchmarks/size_vs_strength.py): draw strength "
+                                         "against file size."),
     open_page: bool = typer.Option(False, "--open", help="Open the report in a browser."),
 ) -> None:
     """Weight plots, histograms, scales, activation ranges, sensitivity, sizes per format and
@@ -210,7 +213,8 @@ def viz_command(
                       transient=True) as bar:
             task = bar.add_task("reading the model")
             report = build_report(model, ref=ref, calib=calib, positions=positions,
-                                  progress=lambda m: bar.update(task, description=m))
+                                  progress=lambda m: bar.update(task, description=m),
+                                  strength=strength)
         page = write_report(report, out)
     except KosumiError as e:
         fail(str(e))

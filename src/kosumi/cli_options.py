@@ -42,6 +42,17 @@ def komi_option(help: str = "Komi (default: 7.0 on 9x9 and smaller boards, 7.5 a
     return typer.Option(None, "--komi", help=help)
 
 
+def workers_option() -> typer.models.OptionInfo:
+    return typer.Option(None, "--workers", min=1, help="Processes, one teacher each (default "
+                        "1); with --ray: Ray actors (default: the cluster's CPUs // --threads).")
+
+
+def ray_option() -> typer.models.OptionInfo:
+    return typer.Option(None, "--ray", help="Run on Ray: 'local' (a Ray instance for this "
+                        "run), 'auto' (the cluster 'ray start' made) or a head's address; "
+                        "needs kosumi[cluster].")
+
+
 def fail(message: str, code: int = 2) -> None:
     """A user's error: one line on stderr, exit code 2 (no traceback)."""
     typer.echo(f"kosumi: error: {message}", err=True)

@@ -383,6 +383,13 @@ def _worker_label(items: list[tuple[int, Position]], batch: int) -> tuple[bytes,
     return _label_items(_WORKER["teacher"], items, batch)
 
 
+def _actor_label(teacher: Evaluator, job: tuple[list[tuple[int, Position]], int]
+                 ) -> tuple[bytes, bool, bool]:
+    """A unit on a Ray actor (``distill.cluster``): its positions and the batch size."""
+    items, batch = job
+    return _label_items(teacher, items, batch)
+
+
 def label_positions(
     teacher: str | os.PathLike | Evaluator,
     positions: str | os.PathLike,
@@ -392,13 +399,14 @@ def label_positions(
     symmetries: int = 1,
     batch: int = DEFAULT_BATCH,
     chunk_size: int | None = None,
-    workers: int = 1,
+    workers: int | None = 1,
     threads: int = 1,
     backend: str = "auto",
     device: str | None = None,
     allow_mixed_teachers: bool = False,
     progress: bool = False,
     max_shards: int | None = None,
+    ray: str | None = None,
 ) -> LabelStats:
     """Label every position of ``positions`` with ``teacher`` into the folder ``out``.
 
@@ -407,7 +415,10 @@ def label_positions(
     symmetries    1..8: the teacher averages this many board symmetries
     batch         positions per forward pass
     chunk_size    positions per label shard (fixed by the folder once it has a manifest)
-    workers       processes, each with its own teacher (spawned)
+    workers       processes, each with its own teacher (spawned); with ``ray``: actors
+                  (None = the cluster's CPUs // threads)
+    ray           run the units on Ray actors (``distill.cluster``): "local", "auto" or a
+                  head's address; the folder is the one a single process writes
     threads, backend, device   how the teacher runs (``runtime.LoadOptions``); the labels do
                   not depend on them beyond float rounding, so a folder may be resumed on
                   another backend
@@ -419,7 +430,9 @@ def label_positions(
     """
     if batch < 1:
         raise KosumiError(f"--batch must be at least 1, not {batch}")
-    if workers < 1:
+    if workers is None and ray is None:
+        workers = 1
+    if workers is not None and workers < 1:
         raise KosumiError(f"--workers must be at least 1, not {workers}")
     if not 1 <= int(symmetries) <= 8:
         raise KosumiError(f"--symmetries must be 1..8, not {symmetries}")
@@ -430,8 +443,8 @@ def label_positions(
         evaluator = open_teacher(teacher, symmetries, threads,  # type: ignore[arg-type]
                                  backend=backend, device=device)
     else:
-        if workers != 1:
-            raise ValueError("label_positions: an Evaluator object needs workers=1")
+        if workers != 1 or ray is not None:
+            raise ValueError("label_positions: an Evaluator object needs workers=1, no ray")
         evaluator = teacher  # type: ignore[assignment]
         identity = dict(teacher_info or {"name": evaluator.name, "format": "evaluator",
                                          "sha256": None, "symmetries": int(symmetries)})
@@ -504,7 +517,29 @@ def label_positions(
 
         try:
             with progress_bar(todo, "labelling", unit="pos", enabled=progress) as bar:
-                if workers == 1:
+                if ray is not None:
+                    evaluator.close()  # the actors open their own
+                    from kosumi.distill.cluster import run_in_order
+
+                    alive = {"text": ""}
+
+                    def on_workers(n: int, total: int) -> None:
+                        alive["text"] = f"{n}/{total} workers"
+                        bar.advance(0, info=alive["text"])
+
+                    def commit_ray(u: _Unit, result: tuple[bytes, bool, bool]) -> None:
+                        commit(u, *result)
+                        bar.advance(u.stop - u.start, info=alive["text"])
+
+                    from kosumi.models import resolve_model
+
+                    file = str(resolve_model(teacher))  # type: ignore[arg-type]
+                    run_in_order(ray, units, lambda u: (items_of(u), batch), open_teacher,
+                                 (file, symmetries, threads, backend, device),
+                                 _actor_label, commit_ray, workers=workers, threads=threads,
+                                 teacher_file=file, teacher_sha256=identity.get("sha256"),
+                                 on_workers=on_workers)
+                elif workers == 1:
                     for u in units:
                         payload, hs, ho = _label_items(evaluator, items_of(u), batch,
                                                        on_batch=bar.advance)
@@ -515,7 +550,7 @@ def label_positions(
                                  (str(teacher), symmetries, threads, backend, device), batch,
                                  workers)
         finally:
-            if is_path and workers == 1:  # the teacher this call opened
+            if is_path and workers == 1 and ray is None:  # the teacher this call opened
                 evaluator.close()
     return stats
 

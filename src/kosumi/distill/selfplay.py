@@ -188,6 +188,12 @@ def _worker_play(index: int) -> tuple[int, list[tuple[int, int]]]:
     return index, list(state.moves)
 
 
+def _actor_play(evaluator: Evaluator, job: tuple[SelfPlayConfig, int]) -> GameState:
+    """A game on a Ray actor (``distill.cluster``): the driver writes its SGF and positions."""
+    config, index = job
+    return play_game(evaluator, config, index)
+
+
 # ---------------------------------------------------------------------------- a run
 @dataclass
 class SelfPlayStats:
@@ -205,16 +211,19 @@ def run_selfplay(
     games: int,
     config: SelfPlayConfig,
     *,
-    workers: int = 1,
+    workers: int | None = 1,
     threads: int = 1,
     symmetries: int = 1,
     backend: str = "auto",
     device: str | None = None,
     shard_size: int | None = None,
     progress: bool = False,
+    ray: str | None = None,
 ) -> SelfPlayStats:
     """Play games 0..``games``-1 of ``config.seed`` into ``out`` (resumable; see the module
-    docstring). ``teacher`` is a model file, or an Evaluator (then ``workers`` must be 1)."""
+    docstring). ``teacher`` is a model file, or an Evaluator (then ``workers`` must be 1).
+    ``ray``: play on Ray actors (``distill.cluster``: "local", "auto" or a head's address;
+    ``workers`` actors, None = the cluster's CPUs // threads): the same games, written here."""
     from kosumi.distill.labels import backend_of, open_teacher, teacher_identity
     from kosumi.distill.positions import DEFAULT_SHARD_SIZE
     from kosumi.go.sgf import load_game
@@ -223,14 +232,16 @@ def run_selfplay(
     config.validate()
     if games < 0:
         raise KosumiError(f"--games must be >= 0, not {games}")
-    if workers < 1:
+    if workers is None and ray is None:
+        workers = 1
+    if workers is not None and workers < 1:
         raise KosumiError(f"--workers must be at least 1, not {workers}")
     is_path = not isinstance(teacher, Evaluator)
     if is_path:
         identity = teacher_identity(teacher, symmetries)  # type: ignore[arg-type]
     else:
-        if workers != 1:
-            raise ValueError("run_selfplay: an Evaluator object needs workers=1")
+        if workers != 1 or ray is not None:
+            raise ValueError("run_selfplay: an Evaluator object needs workers=1, no ray")
         identity = {"name": teacher.name, "format": "evaluator", "sha256": None,  # type: ignore
                     "symmetries": symmetries}
     evaluator: Evaluator = (open_teacher(teacher, symmetries, threads,  # type: ignore[arg-type]
@@ -239,7 +250,7 @@ def run_selfplay(
     if not evaluator.supports_size(config.size):
         raise KosumiError(f"{teacher if is_path else evaluator.name}: the teacher does not "
                           f"play {config.size}x{config.size}")
-    if is_path and workers > 1:
+    if is_path and (workers != 1 or ray is not None):
         evaluator.close()  # each worker opens its own
     out = Path(out)
     sgf_dir = out / SGF_FOLDER
@@ -297,6 +308,24 @@ def run_selfplay(
 
             if not todo:
                 pass
+            elif ray is not None:
+                from kosumi.distill.cluster import run_in_order
+                from kosumi.models import resolve_model
+
+                def played(index: int, state: GameState) -> None:
+                    save_selfplay_sgf(sgf_dir / f"{config.game_name(index)}.sgf", state,
+                                      config, index, identity["name"])
+                    finished(index, state.moves)
+
+                def on_workers(n: int, total: int) -> None:
+                    bar.advance(0, info=f"{stats.positions_added:,} positions, {n}/{total} "
+                                "workers")
+
+                file = str(resolve_model(teacher))  # type: ignore[arg-type]
+                run_in_order(ray, todo, lambda i: (config, i), open_teacher,
+                             (file, symmetries, threads, backend, device), _actor_play, played,
+                             workers=workers, threads=threads, teacher_file=file,
+                             teacher_sha256=identity.get("sha256"), on_workers=on_workers)
             elif workers == 1:
                 for index in todo:
                     state = play_game(evaluator, config, index)
@@ -312,6 +341,6 @@ def run_selfplay(
                 with ctx.Pool(workers, initializer=_worker_init, initargs=init) as pool:
                     for index, moves in pool.imap(_worker_play, todo):  # in order: reproducible
                         finished(index, moves)
-    if is_path and workers == 1:
+    if is_path and workers == 1 and ray is None:
         evaluator.close()
     return stats

@@ -126,10 +126,10 @@ def check_teacher(teacher: str | os.PathLike | None, store: Any) -> tuple[dict[s
         if len(teachers) == 1:
             return dict(teachers[0]), None
         return {"mixed": [dict(t) for t in teachers]}, None
-    from kosumi.models import DEFAULT_NAME, resolve_model
+    from kosumi.models import resolve_model
 
     text = str(teacher)
-    path = resolve_model(text) if text == DEFAULT_NAME else Path(text)
+    path = resolve_model(text)
     if path.is_file():
         from kosumi.distill.shards import sha256_file
 
@@ -175,14 +175,14 @@ def read_init(options: DistillOptions) -> tuple[DistillOptions, nn.Module, dict[
     from dataclasses import replace
 
     from kosumi.distill.shards import sha256_file
-    from kosumi.models import DEFAULT_NAME, resolve_model
+    from kosumi.models import resolve_model
     from kosumi.nets.checkpoint import build_net, read_checkpoint
 
     if options.resume:
         raise KosumiError("--init starts a new run from a checkpoint; --resume continues a run "
                           "(its state file holds the weights): give one of them")
     text = str(options.init)
-    path = resolve_model(text) if text == DEFAULT_NAME else Path(text)
+    path = resolve_model(text)
     if not path.is_file():
         raise KosumiError(f"--init {text}: no such file")
     ckpt = read_checkpoint(path)

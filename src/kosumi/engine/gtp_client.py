@@ -156,6 +156,8 @@ class GTPProcess:
             code = self.proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             code = None
+        if code is not None:  # it has exited: let the reader drain what it wrote last
+            self._threads[1].join(timeout=2.0)
         tail = self.stderr_tail(5)
         status = f"exit code {code}" if code is not None else "closed its output"
         msg = f"{self.name}: engine exited ({status}) {doing}"

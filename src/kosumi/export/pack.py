@@ -6,7 +6,8 @@ parameters, a permutation's order or a value table), the choice recorded in the 
 (``nets.pack``) so that the loader undoes it, and the whole payload is one zstd frame. A
 quantized net packs its int8 weights, int32 biases and scales; a float net its float32 tensors
 (quantize it first for a small pack). The config travels whole but for the quantization
-report's tables (the sensitivity rows), which stay in the checkpoint. Written atomically.
+report's tables (the sensitivity rows) and the training metrics, which stay in the checkpoint.
+Written atomically.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from kosumi.nets.pack import pack_bytes, params_to_blobs
 PACK_CODEC = "zstd-19"
 #: quantization-report entries a deployed net does not need (they stay in the checkpoint)
 REPORT_ONLY = ("sensitivity", "agreement_on_calibration")
+#: training-record entries a deployed net does not need (they stay in the checkpoint: the
+#: teacher, the data's hash, the command, the steps and where it was quantized from travel)
+TRAINING_ONLY = ("metrics", "settings")
 
 
 def _param_bytes(steps: list[dict[str, Any]], itemsize: int) -> int:
@@ -37,12 +41,14 @@ def _param_bytes(steps: list[dict[str, Any]], itemsize: int) -> int:
 
 
 def deploy_config(config: NetConfig) -> NetConfig:
-    """The config a pack carries: the quantization scheme without its report tables."""
+    """The config a pack carries: the quantization scheme without its report tables, the
+    provenance without the training metrics and settings."""
+    provenance = {k: v for k, v in config.provenance.items() if k not in TRAINING_ONLY}
     if not config.quantized:
-        return config
+        return replace(config, provenance=provenance)
     q = dict(config.quantization)
     q["info"] = {k: v for k, v in q.get("info", {}).items() if k not in REPORT_ONLY}
-    return replace(config, quantization=q)
+    return replace(config, quantization=q, provenance=provenance)
 
 
 def pack_checkpoint(checkpoint: Checkpoint, rows: list[TensorRow] | None = None

@@ -96,7 +96,7 @@ def _head(path: Path) -> bytes:
 
 
 def detect_format(path: str | os.PathLike) -> ModelFormat:
-    """The registered format that claims the file (``default`` = the embedded net);
+    """The registered format that claims the file (``default``, ``tiny``: the embedded nets);
     KosumiError if none does or the file cannot be read."""
     from kosumi.models import resolve_model
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from kosumi.errors import KosumiError
-from kosumi.models import resolve_model
+from kosumi.models import embedded_name, resolve_model
 from kosumi.nets.formats import ModelFormat, detect_format, read_model
 from kosumi.runtime.backend import choose_backend, make_backend
 from kosumi.runtime.evaluator import CachedEvaluator, Evaluator
@@ -47,7 +47,7 @@ def open_evaluator(path: str | os.PathLike, options: LoadOptions,
         if str(path) in str(e):
             raise
         raise KosumiError(f"{path}: {e}") from None
-    name = path.name if path.name != "default.safetensors" else "default"
+    name = embedded_name(path) or path.name
     return NetEvaluator(backend, model.config, symmetries=options.symmetries, name=name)
 
 

@@ -8,7 +8,8 @@ the net as a safetensors checkpoint, as ONNX and as a kosumi pack, the codec x l
 agreement (``runtime.agreement``) of the net with ``ref``, or, for a quantized net without
 one, with its own weights run in float (the cost of quantizing the activations). With ``ref``
 it also draws the difference of every layer the two nets share (same name and shape); layers
-that cannot be compared are listed as warnings.
+that cannot be compared are listed as warnings. With ``strength`` (a size-vs-strength table,
+``engine.strength``) it draws strength against file size, this net among the others.
 
 ``ensure_writable(out)`` says, before anything is drawn, whether ``out`` can be written;
 ``write_report(report, out)`` then writes ``figures/*.png`` and ``report.html``: one file, the images
@@ -55,6 +56,7 @@ class Report:
     agreement: dict[str, Any] | None = None
     agreement_with: str = ""
     zeroing: list[dict[str, Any]] = field(default_factory=list)
+    strength: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
     ref: str | None = None
 
@@ -97,14 +99,17 @@ def _read(path: str | os.PathLike) -> Any:
 # ---------------------------------------------------------------------------- the report
 def build_report(model: str | os.PathLike, ref: str | os.PathLike | None = None,
                  calib: str | os.PathLike | None = None, positions: int = 256,
-                 progress: Progress | None = None) -> Report:
+                 progress: Progress | None = None,
+                 strength: str | os.PathLike | None = None) -> Report:
     """Everything the page shows, in memory (see the module docstring)."""
+    from kosumi.engine.strength import read_strength_table
     from kosumi.nets.features import get_feature_set
     from kosumi.nets.inspect import describe_model
     from kosumi.viz import weights as W
 
     _require_matplotlib()
     tick = progress or (lambda _msg: None)
+    table = None if strength is None else read_strength_table(strength)  # fail before drawing
     ckpt = _read(model)
     cfg = ckpt.config
     view = W.net_view(cfg, ckpt.tensors)
@@ -160,6 +165,19 @@ def build_report(model: str | os.PathLike, ref: str | os.PathLike | None = None,
 
     if calib is not None:
         _with_positions(report, ckpt, view, model, ref, calib, positions, tick)
+    if table is not None:
+        import hashlib
+
+        from kosumi.models import resolve_model
+        from kosumi.viz.strength import strength_figure
+
+        tick("the size-vs-strength curve")
+        report.strength = table
+        mine = hashlib.sha256(resolve_model(model).read_bytes()).hexdigest()
+        figs.append(Figure("strength", "strength", "strength against size",
+                           strength_figure(table, highlight=mine),
+                           f"Each net's matches against {table.get('opponent')} "
+                           f"({strength}); this net filled, where it is one of them."))
     _sizes(report, ckpt, tick)
     return report
 
@@ -315,6 +333,17 @@ def _summary_html(report: Report) -> str:
               r["weights_entropy"],
               *(f"{100 * r['agreement'][b]['top1']:.1f}%" for b in boards),
               *(r["agreement"][b]["policy_kl"] for b in boards)] for r in report.zeroing]))
+    if report.strength:
+        t = report.strength
+        parts.append(f"<h3>Size against strength: matches against "
+                     f"{html.escape(str(t.get('opponent')))}</h3>")
+        parts.append(_table(
+            ["net", "arch", "parameters", "file bytes", "games", "W-D-L", "as Black (W-L)",
+             "as White (W-L)", "Elo", "95% interval"],
+            [[r["name"], r.get("arch"), r.get("params"), r["bytes"], r["games"],
+              f"{r['wins']}-{r['draws']}-{r['losses']}", "-".join(map(str, r.get("black", []))),
+              "-".join(map(str, r.get("white", []))), f"{r['elo']:+.0f}",
+              f"[{r['low']:+.0f}, {r['high']:+.0f}]"] for r in t["rows"]]))
     if report.agreement:
         parts.append(f"<h3>Agreement with {html.escape(report.agreement_with)}</h3>")
         parts.append(_table(
@@ -350,7 +379,7 @@ def _compress_html(report: Report) -> str:
     return "\n".join(parts)
 
 
-SECTIONS = (("zeroing", "Size against agreement"), ("layers", "Layers"),
+SECTIONS = (("strength", "Size against strength"), ("zeroing", "Size against agreement"), ("layers", "Layers"),
             ("distributions", "Distributions"),
             ("activations", "Activations"), ("difference", "Difference with the reference"))
 

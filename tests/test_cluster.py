@@ -1,0 +1,131 @@
+"""``kosumi label --ray`` and ``kosumi selfplay --ray``: a local Ray cluster of two workers
+writes the folder one process writes, byte for byte, also when one worker's process is killed
+mid-run; bad input is one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import random_net_file
+
+pytest.importorskip("ray", reason="the cluster extra (ray) is not installed")
+
+from kosumi.distill.positions import Position, write_positions
+from kosumi.runtime.bench import bench_states
+
+ACTOR = "ray::TeacherActor"
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    """A teacher, positions, and the label folder one process makes of them."""
+    root = tmp_path_factory.mktemp("cluster")
+    teacher = random_net_file(root / "teacher.safetensors", arch="b3c24", board_sizes=(9,),
+                              seed=3)
+    positions = root / "positions"
+    write_positions(positions, [Position.from_state(s, f"t:{i}") for i, s in
+                                enumerate(bench_states(9, 480, seed=11))])
+    one = root / "one"
+    r = label(teacher, positions, one)
+    assert r.returncode == 0, r.stderr
+    return teacher, positions, one
+
+
+def label(teacher: Path, positions: Path, out: Path, *extra: str,
+          background: bool = False) -> subprocess.CompletedProcess | subprocess.Popen:
+    cmd = [sys.executable, "-m", "kosumi", "label", "--teacher", str(teacher), "--positions",
+           str(positions), "--out", str(out), "--shard-size", "16", "--batch", "16",
+           "--backend", "numpy", "--symmetries", "8", *extra]
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    if background:
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env,
+                          check=False)
+
+
+def same_folder(a: Path, b: Path) -> None:
+    names = sorted(p.name for p in a.iterdir())
+    assert names == sorted(p.name for p in b.iterdir())
+    assert len(names) > 20
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_two_ray_workers_write_the_single_process_folder(job, tmp_path):
+    teacher, positions, one = job
+    r = label(teacher, positions, tmp_path / "ray", "--ray", "local", "--workers", "2")
+    assert r.returncode == 0, r.stderr
+    same_folder(one, tmp_path / "ray")
+
+
+def test_self_play_on_ray_gives_the_same_games(job, tmp_path):
+    teacher, _, _ = job
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    for name, extra in (("one", ()), ("ray", ("--ray", "local", "--workers", "2"))):
+        r = subprocess.run([sys.executable, "-m", "kosumi", "selfplay", "--model", str(teacher),
+                            "--games", "6", "--size", "9", "--policy-temperature", "1",
+                            "--random-opening", "2", "--seed", "4", "--out",
+                            str(tmp_path / name), *extra], capture_output=True, text=True,
+                           timeout=300, env=env, check=False)
+        assert r.returncode == 0, r.stderr
+    for a in sorted((tmp_path / "one").rglob("*")):
+        b = tmp_path / "ray" / a.relative_to(tmp_path / "one")
+        assert a.is_dir() or a.read_bytes() == b.read_bytes(), a.name
+    assert len(list((tmp_path / "ray" / "sgf").glob("*.sgf"))) == 6
+
+
+def test_a_worker_killed_mid_run_loses_nothing(job, tmp_path):
+    teacher, positions, one = job
+    out = tmp_path / "ray"
+    proc = label(teacher, positions, out, "--ray", "local", "--workers", "2", background=True)
+    killed = None
+    deadline = time.time() + 120
+    while proc.poll() is None and time.time() < deadline:
+        manifest = out / "manifest.json"
+        if manifest.exists() and manifest.read_text().count('"chunk"') >= 2:
+            pids = subprocess.run(["pgrep", "-f", f"^{ACTOR}"], capture_output=True,
+                                  text=True, check=False).stdout.split()
+            if pids:
+                killed = int(pids[0])
+                os.kill(killed, signal.SIGKILL)
+                break
+        time.sleep(0.2)
+    _, err = proc.communicate(timeout=300)
+    assert killed is not None, "the run ended before a worker could be killed"
+    assert proc.returncode == 0, err
+    same_folder(one, out)
+
+
+def test_bad_input_is_one_line(job, tmp_path):
+    teacher, positions, _ = job
+    cases = [
+        (("--ray", "127.0.0.1:9"), "--ray 127.0.0.1:9: cannot reach the Ray cluster"),
+        (("--ray", "nowhere"), "--ray nowhere: not an address"),
+    ]
+    for extra, needle in cases:
+        r = label(teacher, positions, tmp_path / "x", *extra)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and lines and needle in lines[-1], r.stderr
+        assert "Traceback" not in r.stderr
+    # without the extra: a ray that cannot be imported
+    fake = tmp_path / "noray" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('no ray here')\n")
+    r = subprocess.run([sys.executable, "-m", "kosumi", "label", "--teacher", str(teacher),
+                        "--positions", str(positions), "--out", str(tmp_path / "z"), "--ray",
+                        "local"], capture_output=True, text=True, timeout=120, check=False,
+                       env={**os.environ, "PYTHONPATH": str(fake.parent)})
+    assert r.returncode == 2 and "pip install 'kosumi[cluster]'" in r.stderr, r.stderr
+    assert not (tmp_path / "z" / "manifest.json").exists() or '"chunk"' not in (
+        tmp_path / "z" / "manifest.json").read_text()
+    broken = tmp_path / "broken.safetensors"
+    broken.write_bytes(teacher.read_bytes()[:100])
+    r = label(broken, positions, tmp_path / "y", "--ray", "local", "--workers", "1")
+    assert r.returncode == 2 and "broken.safetensors" in r.stderr and "Traceback" not in r.stderr

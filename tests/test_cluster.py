@@ -129,3 +129,30 @@ def test_bad_input_is_one_line(job, tmp_path):
     broken.write_bytes(teacher.read_bytes()[:100])
     r = label(broken, positions, tmp_path / "y", "--ray", "local", "--workers", "1")
     assert r.returncode == 2 and "broken.safetensors" in r.stderr and "Traceback" not in r.stderr
+
+
+
+def test_a_worker_without_the_teacher_or_with_another_file_stops_the_run(job, tmp_path):
+    """The checks a worker makes before any unit (a real local Ray instance): the teacher fails
+    to load there, or its file is another one than the driver's; and results come back in unit
+    order. (``int`` makes a worker's state 0 and ``max(0, x)`` is the work: builtins, so that
+    the workers can unpickle them.)"""
+    from kosumi.distill.cluster import run_in_order
+    from kosumi.distill.labels import open_teacher
+    from kosumi.errors import KosumiError
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    teacher, _, _ = job
+    done: list = []
+    missing = str(tmp_path / "elsewhere" / "t.safetensors")
+    with pytest.raises(KosumiError, match=r"^worker [^:]+:\d+: .*elsewhere/t.safetensors"):
+        run_in_order("local", [1, 2], lambda u: u, open_teacher, (missing,), max,
+                     lambda u, r: done.append(r), workers=1)
+    with pytest.raises(KosumiError, match=r"^worker [^:]+:\d+: .*teacher.safetensors is another "
+                                          r"file there"):
+        run_in_order("local", [1, 2], lambda u: u, int, (), max, lambda u, r: done.append(r),
+                     workers=1, teacher_file=str(teacher), teacher_sha256="0" * 64)
+    assert done == []  # nothing committed
+    run_in_order("local", [3, 1, 2, 5], lambda u: u * 10, int, (), max,
+                 lambda u, r: done.append((u, r)), workers=2)
+    assert done == [(3, 30), (1, 10), (2, 20), (5, 50)]  # in unit order

@@ -78,8 +78,8 @@ def test_packs_read_back_bit_for_bit(nets):
 
 
 def test_both_frame_plans_read_back_bit_for_bit(nets, tmp_path):
-    """One zstd frame for everything, or a frame per tensor: the writer keeps the smaller, and
-    the reader takes either."""
+    """One zstd frame for everything, a frame per tensor, or a frame per dtype: the writer keeps
+    the smallest, and the reader takes each."""
     from kosumi.nets.pack import _pack_bytes
 
     src, _ = nets["int8"]
@@ -87,9 +87,9 @@ def test_both_frame_plans_read_back_bit_for_bit(nets, tmp_path):
     entries = [{"name": k, "dtype": str(v.dtype), "shape": list(v.shape), "layout": []}
                for k, v in ck.tensors.items()]
     stored = [v.tobytes() for v in ck.tensors.values()]
-    for own_frame in (None, 1, 4096):
-        path = tmp_path / f"plan{own_frame}.kpk"
-        path.write_bytes(_pack_bytes(ck.config, entries, stored, [], 19, own_frame))
+    for plan in ("one", "own", "dtype"):
+        path = tmp_path / f"{plan}.kpk"
+        path.write_bytes(_pack_bytes(ck.config, entries, stored, [], 19, plan))
         back = read_pack_model(path)
         for k, arr in ck.tensors.items():
             assert back.tensors[k].dtype == arr.dtype and np.array_equal(back.tensors[k], arr)

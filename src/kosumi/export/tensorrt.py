@@ -29,7 +29,7 @@ from kosumi.fileio import atomic_write, output_errors, user_cache_dir
 from kosumi.nets.checkpoint import Checkpoint
 from kosumi.nets.graph import inference_graph
 from kosumi.nets.onnx import onnx_bytes
-from kosumi.nets.trt_plan import plan_bytes
+from kosumi.nets.trt_plan import gpu_identity, plan_bytes
 
 CACHE_ENV = "KOSUMI_TRT_CACHE_DIR"
 DEFAULT_SIZES = (9, 13, 19)
@@ -42,20 +42,6 @@ def _import_trt() -> Any:
         raise KosumiError("TensorRT export needs the tensorrt package and an NVIDIA GPU (pip "
                           "install 'kosumi[tensorrt]')") from None
     return trt
-
-
-def gpu_identity(device_index: int = 0) -> dict[str, str]:
-    """{"gpu": name, "compute_capability": "9.0"} of a CUDA device (through torch)."""
-    try:
-        import torch
-    except ImportError:
-        raise KosumiError("TensorRT needs torch with CUDA for its device buffers (pip install "
-                          "'kosumi[train,tensorrt]' with a CUDA build of torch)") from None
-    if not torch.cuda.is_available():
-        raise KosumiError("TensorRT needs a CUDA device, and torch sees none (--device cuda)")
-    major, minor = torch.cuda.get_device_capability(device_index)
-    return {"gpu": torch.cuda.get_device_name(device_index),
-            "compute_capability": f"{major}.{minor}"}
 
 
 def _batches(text: str | list[int]) -> tuple[int, int, int]:

@@ -108,3 +108,17 @@ def describe_plan(path: str | os.PathLike) -> dict[str, Any]:
         "engine_bytes": header.get("engine_bytes"),
         "board_sizes": list(cfg.board_sizes),
     }
+
+
+def gpu_identity(device_index: int = 0) -> dict[str, str]:
+    """{"gpu": name, "compute_capability": "9.0"} of a CUDA device (through torch)."""
+    try:
+        import torch
+    except ImportError:
+        raise KosumiError("TensorRT needs torch with CUDA for its device buffers (pip install "
+                          "'kosumi[train,tensorrt]' with a CUDA build of torch)") from None
+    if not torch.cuda.is_available():
+        raise KosumiError("TensorRT needs a CUDA device, and torch sees none (--device cuda)")
+    major, minor = torch.cuda.get_device_capability(device_index)
+    return {"gpu": torch.cuda.get_device_name(device_index),
+            "compute_capability": f"{major}.{minor}"}

@@ -46,7 +46,7 @@ class TensorRTBackend(Backend):
         import tensorrt as trt
         import torch
 
-        from kosumi.export.tensorrt import gpu_identity
+        from kosumi.nets.trt_plan import gpu_identity
 
         self.torch = torch
         header, engine_bytes = read_plan(path)

@@ -81,6 +81,34 @@ def test_self_play_on_ray_gives_the_same_games(job, tmp_path):
     assert len(list((tmp_path / "ray" / "sgf").glob("*.sgf"))) == 6
 
 
+def test_joining_a_cluster_that_ray_start_made(job, tmp_path):
+    """``ray start --head``, then ``--ray auto`` and ``--ray HOST:PORT`` join it (two actors:
+    the cluster's CPUs) and write the single-process folder."""
+    import re
+    import socket
+
+    teacher, positions, one = job
+    ray_cli = Path(sys.executable).with_name("ray")
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    head = subprocess.run([str(ray_cli), "start", "--head", "--port", str(port), "--num-cpus",
+                           "2", "--include-dashboard", "false"], capture_output=True, text=True,
+                          timeout=120, env=env, check=False)
+    try:
+        assert head.returncode == 0, head.stderr[-2000:]
+        address = re.search(r"ray start --address='([^']+)'", head.stdout + head.stderr)
+        assert address, head.stdout[-2000:]
+        for name, how in (("auto", "auto"), ("addr", address.group(1))):
+            r = label(teacher, positions, tmp_path / name, "--ray", how)
+            assert r.returncode == 0, r.stderr
+            same_folder(one, tmp_path / name)
+    finally:
+        subprocess.run([str(ray_cli), "stop", "--force"], capture_output=True, timeout=120,
+                       env=env, check=False)
+
+
 def test_a_worker_killed_mid_run_loses_nothing(job, tmp_path):
     teacher, positions, one = job
     out = tmp_path / "ray"
@@ -109,6 +137,10 @@ def test_bad_input_is_one_line(job, tmp_path):
         (("--ray", "127.0.0.1:9"), "--ray 127.0.0.1:9: cannot reach the Ray cluster"),
         (("--ray", "nowhere"), "--ray nowhere: not an address"),
     ]
+    import torch
+
+    if not torch.cuda.is_available():  # this machine: a CUDA teacher has nowhere to run
+        cases.append((("--ray", "local", "--device", "cuda"), "the cluster has no GPU"))
     for extra, needle in cases:
         r = label(teacher, positions, tmp_path / "x", *extra)
         lines = r.stderr.strip().splitlines()

@@ -117,22 +117,37 @@ class TeacherActor:
         return work(self._made(), unit)
 
 
+def actor_device(device: str | None) -> tuple[str | None, float]:
+    """(the device an actor opens its teacher on, the GPUs it asks Ray for): a CUDA device is
+    the actor's own GPU, which Ray shows it as ``cuda:0``."""
+    if device is not None and device.startswith("cuda"):
+        return "cuda", 1.0
+    return device, 0.0
+
+
 def run_in_order(address: str, units: Sequence[Any], payload_of: Callable[[Any], Any],
                  init: Callable[..., Any], init_args: tuple, work: Callable[[Any, Any], Any],
                  commit: Callable[[Any, Any], None], *, workers: int | None = None,
-                 threads: int = 1, teacher_file: str | None = None,
+                 threads: int = 1, gpus: float = 0, teacher_file: str | None = None,
                  teacher_sha256: str | None = None,
                  on_workers: Callable[[int, int], None] | None = None) -> None:
     """Run ``work(state, payload_of(unit))`` for every unit on Ray actors (``state`` =
     ``init(*init_args)``, made once per actor) and call ``commit(unit, result)`` in unit order.
-    ``workers``: actors (default: the cluster's CPUs // ``threads``); ``on_workers(alive,
-    total)`` hears how many actors answer."""
+    ``workers``: actors (default: the cluster's CPUs // ``threads``, or its GPUs // ``gpus``);
+    each asks Ray for ``threads`` CPUs and ``gpus`` GPUs (Ray then makes its GPU the actor's
+    ``cuda:0``); ``on_workers(alive, total)`` hears how many actors answer."""
     import kosumi
 
     with connect(address, workers) as ray:
+        have = ray.cluster_resources()
+        if gpus and have.get("GPU", 0) < gpus:
+            raise KosumiError(f"--ray {address}: the cluster has no GPU for a CUDA device "
+                              f"(its resources: {int(have.get('CPU', 0))} CPUs, 0 GPUs)")
         if workers is None:
-            workers = max(1, int(ray.cluster_resources().get("CPU", 1)) // max(1, threads))
-        actor = ray.remote(num_cpus=threads, max_restarts=RESTARTS,
+            workers = max(1, int(have.get("CPU", 1)) // max(1, threads))
+            if gpus:
+                workers = max(1, min(workers, int(have.get("GPU", 0) // gpus)))
+        actor = ray.remote(num_cpus=threads, num_gpus=gpus, max_restarts=RESTARTS,
                            max_task_retries=RESTARTS)(TeacherActor)
         actors = [actor.remote(init, init_args, teacher_file) for _ in range(workers)]
         infos = _ready(ray, actors)

@@ -440,8 +440,10 @@ def label_positions(
     is_path = not isinstance(teacher, Evaluator)
     if is_path:
         identity = teacher_identity(teacher, symmetries)  # type: ignore[arg-type]
+        # on Ray the driver only checks the teacher (on its own CPU); the actors run it
         evaluator = open_teacher(teacher, symmetries, threads,  # type: ignore[arg-type]
-                                 backend=backend, device=device)
+                                 backend="auto" if ray else backend,
+                                 device=None if ray else device)
     else:
         if workers != 1 or ray is not None:
             raise ValueError("label_positions: an Evaluator object needs workers=1, no ray")
@@ -455,7 +457,8 @@ def label_positions(
                               "(positions of that board size)")
 
     labels = ShardDir(out, LABELS_FORMAT, create=True)
-    stats = LabelStats(total=len(store), backend=backend_of(evaluator))
+    stats = LabelStats(total=len(store), backend=(f"Ray actors, --backend {backend}" if ray
+                                                  else backend_of(evaluator)))
     with labels.lock():
         m = labels.manifest
         m.setdefault("chunk_size", chunk_size or DEFAULT_CHUNK_SIZE)
@@ -519,7 +522,7 @@ def label_positions(
             with progress_bar(todo, "labelling", unit="pos", enabled=progress) as bar:
                 if ray is not None:
                     evaluator.close()  # the actors open their own
-                    from kosumi.distill.cluster import run_in_order
+                    from kosumi.distill.cluster import actor_device, run_in_order
 
                     alive = {"text": ""}
 
@@ -534,9 +537,11 @@ def label_positions(
                     from kosumi.models import resolve_model
 
                     file = str(resolve_model(teacher))  # type: ignore[arg-type]
+                    on, gpus = actor_device(device)
                     run_in_order(ray, units, lambda u: (items_of(u), batch), open_teacher,
-                                 (file, symmetries, threads, backend, device),
+                                 (file, symmetries, threads, backend, on),
                                  _actor_label, commit_ray, workers=workers, threads=threads,
+                                 gpus=gpus,
                                  teacher_file=file, teacher_sha256=identity.get("sha256"),
                                  on_workers=on_workers)
                 elif workers == 1:

@@ -244,8 +244,9 @@ def run_selfplay(
             raise ValueError("run_selfplay: an Evaluator object needs workers=1, no ray")
         identity = {"name": teacher.name, "format": "evaluator", "sha256": None,  # type: ignore
                     "symmetries": symmetries}
+    # on Ray the driver only checks the teacher (on its own CPU); the actors run it
     evaluator: Evaluator = (open_teacher(teacher, symmetries, threads,  # type: ignore[arg-type]
-                                         backend, device)
+                                         "auto" if ray else backend, None if ray else device)
                             if is_path else teacher)  # type: ignore[assignment]
     if not evaluator.supports_size(config.size):
         raise KosumiError(f"{teacher if is_path else evaluator.name}: the teacher does not "
@@ -254,7 +255,8 @@ def run_selfplay(
         evaluator.close()  # each worker opens its own
     out = Path(out)
     sgf_dir = out / SGF_FOLDER
-    stats = SelfPlayStats(backend=backend_of(evaluator))
+    stats = SelfPlayStats(backend=f"Ray actors, --backend {backend}" if ray
+                          else backend_of(evaluator))
     settings = {**config.settings(), "teacher": identity}
 
     with PositionWriter(out, shard_size=shard_size or DEFAULT_SHARD_SIZE) as writer:
@@ -309,7 +311,7 @@ def run_selfplay(
             if not todo:
                 pass
             elif ray is not None:
-                from kosumi.distill.cluster import run_in_order
+                from kosumi.distill.cluster import actor_device, run_in_order
                 from kosumi.models import resolve_model
 
                 def played(index: int, state: GameState) -> None:
@@ -322,9 +324,10 @@ def run_selfplay(
                                 "workers")
 
                 file = str(resolve_model(teacher))  # type: ignore[arg-type]
+                on, gpus = actor_device(device)
                 run_in_order(ray, todo, lambda i: (config, i), open_teacher,
-                             (file, symmetries, threads, backend, device), _actor_play, played,
-                             workers=workers, threads=threads, teacher_file=file,
+                             (file, symmetries, threads, backend, on), _actor_play, played,
+                             workers=workers, threads=threads, gpus=gpus, teacher_file=file,
                              teacher_sha256=identity.get("sha256"), on_workers=on_workers)
             elif workers == 1:
                 for index in todo:

@@ -272,6 +272,16 @@ def test_cache_is_written_reused_and_keyed(tmp_path):
     for n in (7, 9):
         for k, v in first.sizes[n].to_arrays().items():
             np.testing.assert_array_equal(v, second.sizes[n].to_arrays()[k])
+    # read back memory-mapped (training reads what it samples; DDP ranks share the pages),
+    # read-only, and equal to what numpy's own reader finds in the file
+    planes = second.sizes[7].planes
+    assert isinstance(planes, np.memmap) and not planes.flags.writeable
+    with pytest.raises(ValueError):
+        planes[0, 0, 0, 0] = 1
+    path7 = next(f for f in files if np.load(f)["planes"].shape[-1] == 7)
+    with np.load(path7, allow_pickle=False) as npz:
+        for k in ("planes", "policy", "value", "ownership", "games"):
+            np.testing.assert_array_equal(npz[k], getattr(second.sizes[7], k))
     D.load_dataset(store, "lz18", board_sizes=[7], cache_dir=cache)  # other feature set
     assert store.reads == 3 and len(list(cache.glob("*.npz"))) == 3
     # changed label content -> other hash -> encoded again

@@ -202,13 +202,42 @@ def save_cached(path: Path, data: SizeData, meta: dict[str, Any]) -> None:
         np.savez(f, **arrays)
 
 
+def _mapped_npz(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an uncompressed .npz, memory-mapped read-only (a member that is compressed,
+    or holds objects, is read into memory instead)."""
+    out: dict[str, np.ndarray] = {}
+    with zipfile.ZipFile(path) as z, open(path, "rb") as f:
+        for info in z.infolist():
+            name = info.filename.removesuffix(".npy")
+            f.seek(info.header_offset)
+            local = f.read(30)
+            if info.compress_type != zipfile.ZIP_STORED or local[:4] != b"PK\x03\x04":
+                out[name] = np.load(z.open(info), allow_pickle=False)
+                continue
+            skip = int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little")
+            f.seek(info.header_offset + 30 + skip)
+            version = np.lib.format.read_magic(f)
+            header = {(1, 0): np.lib.format.read_array_header_1_0,
+                      (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+            shape, fortran, dtype = header(f) if header else ((0,), False, np.dtype(object))
+            if dtype.hasobject or 0 in shape:
+                f.seek(info.header_offset + 30 + skip)
+                out[name] = np.lib.format.read_array(f, allow_pickle=False)
+                continue
+            out[name] = np.memmap(path, dtype=dtype, mode="r", offset=f.tell(), shape=shape,
+                                  order="F" if fortran else "C")
+    return out
+
+
 def load_cached(path: Path, meta: dict[str, Any]) -> SizeData | None:
-    """The cached arrays if ``path`` exists, is intact and matches ``meta``; else None."""
+    """The cached arrays if ``path`` exists, is intact and matches ``meta``; else None. The
+    arrays are memory-mapped from the file (read-only): training reads the positions it
+    samples, the OS keeps what fits in memory, and processes on one machine (DDP ranks) share
+    the pages."""
     if not path.is_file():
         return None
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
+        arrays = _mapped_npz(path)
         stored = json.loads(str(arrays.pop("meta")))
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None

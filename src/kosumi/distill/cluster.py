@@ -16,7 +16,8 @@ written twice: results are committed once, in order, by the driver. A teacher th
 load on a worker, a worker with another kosumi version or a teacher file whose hash differs
 stops the run with one line naming the worker.
 
-``address``: ``local`` starts a Ray instance for this run (``num_cpus`` = the workers), ``auto``
+``address``: ``local`` starts a Ray instance for this run (with the CPUs the workers need, or
+all of this machine's when no number of workers is given), ``auto``
 joins the cluster that ``ray start`` made on this node, anything else is a head's address
 (``HOST:PORT`` or ``ray://HOST:PORT``). Ray is the optional ``cluster`` extra.
 """
@@ -45,13 +46,14 @@ def _ray() -> Any:
 
 
 @contextmanager
-def connect(address: str, workers: int | None) -> Iterator[Any]:
-    """Ray, initialised for ``address`` (see the module docstring), shut down afterwards."""
+def connect(address: str, cpus: int | None = None) -> Iterator[Any]:
+    """Ray, initialised for ``address`` (see the module docstring), shut down afterwards;
+    ``cpus``: what a ``local`` instance offers (None: every CPU of this machine)."""
     ray = _ray()
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                               "configure_logging": False}
     if address == "local":
-        kwargs["num_cpus"] = max(1, workers or 1)
+        kwargs["num_cpus"] = cpus
     else:
         if address != "auto":
             _probe(address)
@@ -138,7 +140,7 @@ def run_in_order(address: str, units: Sequence[Any], payload_of: Callable[[Any],
     ``cuda:0``); ``on_workers(alive, total)`` hears how many actors answer."""
     import kosumi
 
-    with connect(address, workers) as ray:
+    with connect(address, None if workers is None else workers * max(1, threads)) as ray:
         have = ray.cluster_resources()
         if gpus and have.get("GPU", 0) < gpus:
             raise KosumiError(f"--ray {address}: the cluster has no GPU for a CUDA device "

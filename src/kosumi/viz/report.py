@@ -362,9 +362,11 @@ def _compress_html(report: Report) -> str:
              f"{s['best_layout'][c] / s['stored'][c]:.3f}"] for c in codecs]
     parts = ["<h2 id='compress'>Compressibility</h2>",
              (f"<p>{s['tensors']} tensors, {s['raw_bytes']:,} bytes raw; the entropy floor of "
-             f"the values (order 0): {s['entropy_bytes']:,} bytes. The pack takes each "
-             f"tensor's best zstd combination: {s['pack_choice']:,} bytes before its header "
-             f"(layouts chosen: {html.escape(str(s['layouts_chosen']))}).</p>"),
+             f"the values (order 0): {s['entropy_bytes']:,} bytes. Each tensor in its best "
+             f"layout, in a zstd frame of its own: {s['pack_choice']:,} bytes (layouts: "
+             f"{html.escape(str(s['layouts_chosen']))}). The pack stores these layouts, plus "
+             "their parameters (value tables, orders) and its header, in the smallest of its "
+             "frame plans: its size is under Bytes per format.</p>"),
              _table(["codec", "as stored", "best layout per tensor", "ratio"], rows)]
     per = []
     for r in report.compress_rows:

@@ -522,7 +522,7 @@ def label_positions(
             with progress_bar(todo, "labelling", unit="pos", enabled=progress) as bar:
                 if ray is not None:
                     evaluator.close()  # the actors open their own
-                    from kosumi.distill.cluster import actor_device, run_in_order
+                    from kosumi.distill.cluster import run_teacher_units
 
                     alive = {"text": ""}
 
@@ -534,16 +534,11 @@ def label_positions(
                         commit(u, *result)
                         bar.advance(u.stop - u.start, info=alive["text"])
 
-                    from kosumi.models import resolve_model
-
-                    file = str(resolve_model(teacher))  # type: ignore[arg-type]
-                    on, gpus = actor_device(device)
-                    run_in_order(ray, units, lambda u: (items_of(u), batch), open_teacher,
-                                 (file, symmetries, threads, backend, on),
-                                 _actor_label, commit_ray, workers=workers, threads=threads,
-                                 gpus=gpus,
-                                 teacher_file=file, teacher_sha256=identity.get("sha256"),
-                                 on_workers=on_workers)
+                    run_teacher_units(
+                        ray, units, lambda u: (items_of(u), batch), _actor_label, commit_ray,
+                        teacher=teacher, symmetries=symmetries,  # type: ignore[arg-type]
+                        threads=threads, backend=backend, device=device, workers=workers,
+                        teacher_sha256=identity.get("sha256"), on_workers=on_workers)
                 elif workers == 1:
                     for u in units:
                         payload, hs, ho = _label_items(evaluator, items_of(u), batch,

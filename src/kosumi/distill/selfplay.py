@@ -311,8 +311,7 @@ def run_selfplay(
             if not todo:
                 pass
             elif ray is not None:
-                from kosumi.distill.cluster import actor_device, run_in_order
-                from kosumi.models import resolve_model
+                from kosumi.distill.cluster import run_teacher_units
 
                 def played(index: int, state: GameState) -> None:
                     save_selfplay_sgf(sgf_dir / f"{config.game_name(index)}.sgf", state,
@@ -323,12 +322,11 @@ def run_selfplay(
                     bar.advance(0, info=f"{stats.positions_added:,} positions, {n}/{total} "
                                 "workers")
 
-                file = str(resolve_model(teacher))  # type: ignore[arg-type]
-                on, gpus = actor_device(device)
-                run_in_order(ray, todo, lambda i: (config, i), open_teacher,
-                             (file, symmetries, threads, backend, on), _actor_play, played,
-                             workers=workers, threads=threads, gpus=gpus, teacher_file=file,
-                             teacher_sha256=identity.get("sha256"), on_workers=on_workers)
+                run_teacher_units(
+                    ray, todo, lambda i: (config, i), _actor_play, played,
+                    teacher=teacher, symmetries=symmetries,  # type: ignore[arg-type]
+                    threads=threads, backend=backend, device=device, workers=workers,
+                    teacher_sha256=identity.get("sha256"), on_workers=on_workers)
             elif workers == 1:
                 for index in todo:
                     state = play_game(evaluator, config, index)

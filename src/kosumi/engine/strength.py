@@ -52,18 +52,10 @@ def _read_match(path: Path) -> dict[str, Any]:
     return data
 
 
-def strength_row(name: str, model: str | os.PathLike,
-                 matches: list[str | os.PathLike]) -> dict[str, Any]:
-    """One net's row: the games of its matches (it is each match's first engine) summed."""
-    from kosumi.nets.formats import read_model
-    from kosumi.nets.inspect import describe_checkpoint_parts
-
-    if not matches:
-        raise KosumiError(f"{name}: no match results given")
-    fmt, ckpt = read_model(model)
-    params = describe_checkpoint_parts(ckpt.config, ckpt.tensors, fmt.name)["parameters"]
-    won = {"B": [0, 0], "W": [0, 0]}  # colour -> [wins, losses] of the net
-    wins = draws = losses = forfeits = 0
+def _count(matches: list[str | os.PathLike]) -> dict[str, Any]:
+    """The first engine's games of ``matches``, counted from the games themselves."""
+    out: dict[str, Any] = {"wins": 0, "draws": 0, "losses": 0, "forfeits": 0,
+                           "black": [0, 0], "white": [0, 0]}  # colour: [wins, losses]
     opponents: list[str] = []
     size = None
     for m in matches:
@@ -76,25 +68,40 @@ def strength_row(name: str, model: str | os.PathLike,
             color, winner = g.get("first_color"), g.get("winner")
             if color not in ("B", "W"):
                 raise KosumiError(f"{m}: game {g.get('index')}: no first_color")
-            forfeits += g.get("forfeit") is not None
+            out["forfeits"] += g.get("forfeit") is not None
+            side = out["black" if color == "B" else "white"]
             if winner is None:
-                draws += 1
+                out["draws"] += 1
             elif winner == color:
-                wins += 1
-                won[color][0] += 1
+                out["wins"] += 1
+                side[0] += 1
             else:
-                losses += 1
-                won[color][1] += 1
-    elo = elo_estimate(wins, draws, losses)
+                out["losses"] += 1
+                side[1] += 1
+    out["opponent"], out["board_size"] = " / ".join(opponents), size
+    return out
+
+
+def strength_row(name: str, model: str | os.PathLike,
+                 matches: list[str | os.PathLike]) -> dict[str, Any]:
+    """One net's row: the games of its matches (it is each match's first engine) summed."""
+    from kosumi.nets.formats import read_model
+    from kosumi.nets.inspect import describe_checkpoint_parts
+
+    if not matches:
+        raise KosumiError(f"{name}: no match results given")
+    fmt, ckpt = read_model(model)
+    counts = _count(matches)
+    elo = elo_estimate(counts["wins"], counts["draws"], counts["losses"])
     file = resolve_model(model)
-    digest = hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else None
-    return {"name": name, "model": str(model), "sha256": digest, "arch": ckpt.config.arch,
-            "params": params, "bytes": file.stat().st_size if file.is_file() else None, "games": elo.games, "wins": wins, "draws": draws, "losses": losses,
-            "black": won["B"], "white": won["W"], "forfeits": forfeits,
+    return {"name": name, "model": str(model),
+            "sha256": hashlib.sha256(file.read_bytes()).hexdigest(), "arch": ckpt.config.arch,
+            "params": describe_checkpoint_parts(ckpt.config, ckpt.tensors,
+                                                fmt.name)["parameters"],
+            "bytes": file.stat().st_size, "games": elo.games, **counts,
             "score": round(elo.score, 4), "elo": round(elo.elo, 1), "low": round(elo.low, 1),
             "high": round(elo.high, 1), "capped": elo.capped,
-            "matches": [str(m) for m in matches], "opponent": " / ".join(opponents),
-            "board_size": size}
+            "matches": [str(m) for m in matches]}
 
 
 def write_strength_table(rows: list[dict[str, Any]], out: str | os.PathLike) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def agreement(model: str, reference: Path, symmetries: int = 1, threads: int = 1
             evals.extend(evaluator.evaluate(states[i : i + 32]))
         elapsed = time.perf_counter() - t0
         kls, top1, top5, dwin, dlead, down = [], [], [], [], [], []
-        for r, s, e in zip(recs, states, evals):
+        for r, s, e in zip(recs, states, evals, strict=True):
             k = r["katago_raw_nn"]
             ref = np.array([np.nan if x is None else x for x in k["policy"]] + [k["policyPass"]])
             legal = ~np.isnan(ref)

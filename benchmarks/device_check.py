@@ -42,7 +42,7 @@ def step(report: dict, name: str, fn) -> None:
     t = time.perf_counter()
     try:
         report[name] = fn()
-    except Exception as e:  # noqa: BLE001 - a failed step is recorded, the next one runs
+    except Exception as e:
         report[name] = {"error": f"{type(e).__name__}: {e}",
                         "trace": traceback.format_exc().splitlines()[-6:]}
     report.setdefault("seconds", {})[name] = round(time.perf_counter() - t, 1)
@@ -98,10 +98,10 @@ def main() -> int:
 
     def compare(ref, got) -> dict:
         return {"top1": float(np.mean([int(np.argmax(a.policy)) == int(np.argmax(b.policy))
-                                       for a, b in zip(ref, got)])),
+                                       for a, b in zip(ref, got, strict=True)])),
                 "max_policy_diff": float(max(np.abs(a.policy - b.policy).max()
-                                             for a, b in zip(ref, got))),
-                "max_value_diff": float(max(abs(a.value - b.value) for a, b in zip(ref, got)))}
+                                             for a, b in zip(ref, got, strict=True))),
+                "max_value_diff": float(max(abs(a.value - b.value) for a, b in zip(ref, got, strict=True)))}
 
     report: dict = {}
     step(report, "installed", installed)
@@ -123,7 +123,7 @@ def main() -> int:
              "katago-fp16": (str(KATAGO), "fp16")}
     try:
         plans["default-int8"] = (int8_default(), "int8")
-    except Exception as e:  # noqa: BLE001 - recorded, the other plans still build
+    except Exception as e:
         report["int8 quantize"] = {"error": f"{type(e).__name__}: {e}"}
     for name, (model, precision) in plans.items():
         step(report, f"build {name}", lambda m=model, p=precision, n=name: export_model(
@@ -146,7 +146,7 @@ def main() -> int:
     def katago_vs_engine() -> dict:
         got = evaluate(tmp / "katago-fp16.plan", backend="tensorrt", device="cuda")
         kls, top1, dwin, dlead = [], [], [], []
-        for r, s, e in zip(records, states, got):
+        for r, s, e in zip(records, states, got, strict=True):
             k = r["katago_raw_nn"]
             p = np.array([np.nan if x is None else x for x in k["policy"]] + [k["policyPass"]])
             legal = ~np.isnan(p)

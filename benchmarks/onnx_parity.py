@@ -47,13 +47,13 @@ def evaluate(ev, states):
 
 
 def against(ref, got) -> dict:
-    top1 = [int(np.argmax(a.policy)) == int(np.argmax(b.policy)) for a, b in zip(ref, got)]
-    rel = [float(a.policy[int(np.argmax(b.policy))] / a.policy.max()) for a, b in zip(ref, got)]
+    top1 = [int(np.argmax(a.policy)) == int(np.argmax(b.policy)) for a, b in zip(ref, got, strict=True)]
+    rel = [float(a.policy[int(np.argmax(b.policy))] / a.policy.max()) for a, b in zip(ref, got, strict=True)]
     return {
         "positions": len(ref),
         "top1": round(float(np.mean(top1)), 4),
-        "max_policy_diff": float(f"{max(float(np.abs(a.policy - b.policy).max()) for a, b in zip(ref, got)):.3g}"),
-        "max_value_diff": float(f"{max(abs(a.value - b.value) for a, b in zip(ref, got)):.3g}"),
+        "max_policy_diff": float(f"{max(float(np.abs(a.policy - b.policy).max()) for a, b in zip(ref, got, strict=True)):.3g}"),
+        "max_value_diff": float(f"{max(abs(a.value - b.value) for a, b in zip(ref, got, strict=True)):.3g}"),
         "min_rel_prob_of_choice": round(min(rel), 4),
     }
 
@@ -86,7 +86,7 @@ def katago_parity(model: Path, records: list[dict], tmp: Path) -> dict:
         rows = {}
         for n in (19, 9):
             kls, top1, dwin, dlead, down = [], [], [], [], []
-            for r, s, e in zip(records, states, evals):
+            for r, s, e in zip(records, states, evals, strict=True):
                 if r["board_size"] != n:
                     continue
                 k = r["katago_raw_nn"]

@@ -562,7 +562,7 @@ def test_out_argument_and_buffer_types(impl):
         alias = bytearray(b)  # out may be the board itself
         assert fn(alias, n, *extra, out=alias) is alias and bytes(alias) == ref[f]
         assert fn(board=b, size=n, out=None, **(
-            dict(zip(("color", "ko", "suicide_allowed"), extra)))) == ref[f]
+            dict(zip(("color", "ko", "suicide_allowed"), extra, strict=True)))) == ref[f]
 
 
 @pytest.mark.parametrize("impl", IMPLS)

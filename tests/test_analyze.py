@@ -101,7 +101,7 @@ def test_analyze_positions_file_echoes_ids_and_masks(reference_positions, model,
     path.write_text("\n".join(json.dumps(r) for r in picked) + "\n\n")
     recs = records(run("analyze", "--model", model, "--positions", path, "--json"))
     assert [r["id"] for r in recs] == [r["id"] for r in picked]
-    for rec, ref in zip(recs, picked):
+    for rec, ref in zip(recs, picked, strict=True):
         assert rec["board_size"] == ref["board_size"] and rec["to_move"] == ref["to_move"]
         zeros = [p == 0.0 for p in rec["policy"]]
         assert zeros == [v is None for v in ref["katago_raw_nn"]["policy"]], rec["id"]

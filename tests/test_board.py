@@ -172,7 +172,7 @@ def test_repetitions_triple_ko_and_random_games():
              *["G2", "B2", "B7"] * 3]
     s = GameState(9, 7.0)
     counts = []
-    for b, w in zip(black, white):
+    for b, w in zip(black, white, strict=True):
         for v in (b, w):
             s.play(vertex_to_point(v, 9))
             counts.append(s.repetitions())

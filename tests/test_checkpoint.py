@@ -56,7 +56,7 @@ def test_undeclared_and_missing_extras_and_quantized_weights(tmp_path):
     int8 = dict(base.tensors)
     int8["input_conv.weight"] = np.zeros(int8["input_conv.weight"].shape, np.int8)
     save_checkpoint(path, int8, base.config)
-    with pytest.raises(KosumiError, match="is int8 .a quantized net.; torch runs float"):
+    with pytest.raises(KosumiError, match=r"is int8 .a quantized net.; torch runs float"):
         build_net(read_checkpoint(path))
     with pytest.raises(KosumiError, match="not floating point"):
         from kosumi.runtime import load_evaluator

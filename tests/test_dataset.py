@@ -250,7 +250,7 @@ def test_bad_labels_are_clear_errors(tmp_path):
     neg = FakeRecord(pos, -np.ones(50, np.float32), np.array([1, 0, 0], np.float32))
     with pytest.raises(KosumiError, match="not a probability distribution"):
         D.encode_records([neg], "basic", 7)
-    bad_move = replace(pos, moves=pos.moves + ((pos.to_move, pos.moves[0][1]),))
+    bad_move = replace(pos, moves=(*pos.moves, (pos.to_move, pos.moves[0][1])))
     rec = FakeRecord(bad_move, np.full(50, 1 / 50, np.float32), np.array([1, 0, 0], np.float32))
     with pytest.raises(KosumiError, match="sgf:g0"):
         D.encode_records([rec], "basic", 7)

@@ -66,7 +66,7 @@ def test_global_batchnorm_equals_batchnorm(tmp_path):
     finally:
         dist.destroy_process_group()
     torch.testing.assert_close(outs[1], outs[0], atol=1e-5, rtol=1e-5)
-    for g_glob, g_ref in zip(grads[1], grads[0]):
+    for g_glob, g_ref in zip(grads[1], grads[0], strict=True):
         torch.testing.assert_close(g_glob, g_ref, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(glob.running_mean, ref.running_mean)
     torch.testing.assert_close(glob.running_var, ref.running_var)
@@ -108,7 +108,7 @@ def test_two_nodes_over_one_label_folder_equal_one_process(tmp_path):
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for rank in (0, 1)]
     outs = [n.communicate(timeout=300) for n in nodes]
-    for n, (_, err) in zip(nodes, outs):
+    for n, (_, err) in zip(nodes, outs, strict=True):
         assert n.returncode == 0, err[-3000:]
     assert outs[0][0].count("wrote ") == 1 and "wrote " not in outs[1][0]  # rank 0 writes
     assert (tmp_path / "node1-cache").exists()  # each machine built its own cache

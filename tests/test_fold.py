@@ -86,5 +86,5 @@ def test_fold_refuses_integer_tensors(tmp_path):
     ckpt = read_checkpoint(random_net_file(tmp_path / "n.safetensors", arch="b1c8"))
     tensors = dict(ckpt.tensors)
     tensors["input_conv.weight"] = np.zeros(tensors["input_conv.weight"].shape, np.int8)
-    with pytest.raises(KosumiError, match="'input_conv.weight' is int8"):
+    with pytest.raises(KosumiError, match=r"'input_conv.weight' is int8"):
         fold_batchnorm(ckpt.config, tensors)

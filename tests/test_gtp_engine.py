@@ -121,11 +121,11 @@ def test_final_score_matches_gnugo():
     e = make_engine()
     for cmd in ("boardsize 7", "clear_board", "komi 0.5"):
         ok(e, cmd)
-    play_all(e, WALLS + ["pass", "pass"])
+    play_all(e, [*WALLS, "pass", "pass"])
     with GTPProcess([gnugo, "--mode", "gtp", "--chinese-rules"]) as g:
         for cmd in ("boardsize 7", "clear_board", "komi 0.5"):
             g.send(cmd, timeout=10)
-        for i, v in enumerate(WALLS + ["pass", "pass"]):
+        for i, v in enumerate([*WALLS, "pass", "pass"]):
             g.send(f"play {'b' if i % 2 == 0 else 'w'} {v}", timeout=10)
         assert ok(e, "final_score") == g.send("final_score", timeout=30) == "B+6.5"
 
@@ -286,7 +286,7 @@ class OwnershipEvaluator(Evaluator):
 
     def evaluate(self, states):
         out = []
-        for s, ev in zip(states, self.inner.evaluate(states)):
+        for s, ev in zip(states, self.inner.evaluate(states), strict=True):
             own = self.black_view if s.to_move == BLACK else -self.black_view
             out.append(Evaluation(policy=ev.policy, value=0.5, ownership=own.copy()))
         return out
@@ -301,7 +301,7 @@ def _left_black_right_white(size: int = 7, split: int = 3) -> np.ndarray:
 # A7 dead (removed): Black 28, White 21 -> B+6.5.
 # A7 alive (no ownership): the 20 empty points of columns A-C touch both colours (dame), so
 # Black 7 stones, White 7 + 14 + 1 = 22 -> 7 - 22 - 0.5 = W+15.5.
-DEAD_STONE_GAME = WALLS + ["pass", "A7", "pass", "pass"]
+DEAD_STONE_GAME = [*WALLS, "pass", "A7", "pass", "pass"]
 
 
 def test_dead_stones_from_ownership_and_gnugo_agrees():
@@ -329,7 +329,7 @@ def test_genmove_cleanup_does_not_pass_while_dead_stones_remain():
     e = make_engine(evaluator=OwnershipEvaluator(_left_black_right_white()))
     for cmd in ("boardsize 7", "clear_board", "komi 0.5"):
         ok(e, cmd)
-    play_all(e, WALLS + ["pass", "A7"])
+    play_all(e, [*WALLS, "pass", "A7"])
     move = ok(e, "kgs-genmove_cleanup b")
     assert move.lower() not in ("pass", "resign")
     assert board_rows(ok(e, "showboard")) != WALL_ROWS
@@ -422,7 +422,8 @@ def test_loadsgf_and_printsgf_round_trip(tmp_path: Path):
     original, printed = sgf.Sgf_game.from_bytes(SGF_TEXT), sgf.Sgf_game.from_string(text)
     assert printed.get_size() == 9 and printed.get_komi() == 6.5
     assert printed.get_root().get_setup_stones() == original.get_root().get_setup_stones()
-    moves = lambda g: [n.get_move() for n in g.get_main_sequence()[1:]]
+    def moves(g):
+        return [n.get_move() for n in g.get_main_sequence()[1:]]
     assert moves(printed) == moves(original)
     # printsgf FILE, then loadsgf of that file gives the same board
     out = tmp_path / "out.sgf"

@@ -145,7 +145,7 @@ def test_every_single_token_replacement_of_every_template():
                 tokens = template.split()
                 for i in range(len(tokens) + 1):
                     for weird in WEIRD_TOKENS:
-                        mutant = tokens[:i] + [weird] + tokens[i + 1:]
+                        mutant = [*tokens[:i], weird, *tokens[i + 1:]]
                         line = no_file_writes(" ".join(mutant))
                         check_reply(line, engine.handle(line))
                 engine.handle("boardsize 9")  # keep the games small

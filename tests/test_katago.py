@@ -328,7 +328,7 @@ def test_agreement_with_katago(evaluator, reference_positions):
     summary = {}
     for n in (19, 9):
         kls, top1, dwin, dlead, down = [], [], [], [], []
-        for r, s, o in zip(reference_positions, states, outs):
+        for r, s, o in zip(reference_positions, states, outs, strict=True):
             if r["board_size"] != n:
                 continue
             k = r["katago_raw_nn"]
@@ -444,7 +444,7 @@ def test_header_that_contradicts_itself_is_refused(model_bytes, tmp_path):
     layer."""
     fields = _header_fields(model_bytes)
     assert len(fields) == 7
-    for off, length, what in fields:
+    for off, length, _what in fields:
         mutated = model_bytes[:off] + b"7" + model_bytes[off + length:]
         path = tmp_path / "bad.bin"
         path.write_bytes(mutated)
@@ -473,7 +473,7 @@ def test_analyze_cli_matches_katago(model_path, reference_positions, tmp_path):
     assert proc.returncode == 0, proc.stderr
     outs = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     assert [o["id"] for o in outs] == [r["id"] for r in subset]
-    for out, ref in zip(outs, subset):
+    for out, ref in zip(outs, subset, strict=True):
         kg = ref["katago_raw_nn"]
         white = ref["to_move"] == "W"
         ref_win = kg["whiteWin"] + kg["noResult"] / 2 if white else kg["whiteLoss"] + kg["noResult"] / 2

@@ -24,7 +24,7 @@ def play(moves: str, size: int = 19, komi: float = 7.5, rules: Rules | str = "ch
     """'B D4 W Q16 B pass' -> the position."""
     s = GameState(size, komi, rules)
     toks = moves.split()
-    for color, vertex in zip(toks[::2], toks[1::2]):
+    for color, vertex in zip(toks[::2], toks[1::2], strict=True):
         s.play(vertex_to_point(vertex, size), parse_color(color))
     return s
 

@@ -97,7 +97,7 @@ def test_labels_match_the_teacher_run_directly(data, tmp_path):
     raw = raw_net_outputs(net, states)
     e = np.exp(raw["value"] - raw["value"].max(axis=1, keepdims=True))
     wdl = e / e.sum(axis=1, keepdims=True)
-    for i, (rec, ev) in enumerate(zip(records, direct)):
+    for i, (rec, ev) in enumerate(zip(records, direct, strict=True)):
         assert rec.policy.dtype == np.float32 and rec.policy.shape == (82,)
         assert abs(float(rec.policy.sum()) - 1.0) < 1e-5
         np.testing.assert_allclose(rec.policy, ev.policy, atol=1e-6)
@@ -119,7 +119,7 @@ def test_win_probability_teachers_and_symmetries(data, tmp_path):
     assert store.teacher["symmetries"] == 8
     records = list(store.records())
     direct = open_teacher(net, symmetries=8).evaluate([r.position.to_state() for r in records])
-    for rec, ev in zip(records, direct):
+    for rec, ev in zip(records, direct, strict=True):
         np.testing.assert_allclose(rec.value, [ev.value, 1 - ev.value, 0.0], atol=1e-6)
         np.testing.assert_allclose(rec.policy, ev.policy, atol=1e-6)
         assert rec.score_lead is None and rec.ownership is None
@@ -176,7 +176,7 @@ def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
         proc.wait()
     done = len(json.loads(manifest.read_text())["shards"])
     print(f"killed after {done} shards of {-(-total // 8)}")
-    assert 1 <= done and done * 8 < total, "the run was not killed mid-way"
+    assert done >= 1 and done * 8 < total, "the run was not killed mid-way"
 
     # run it again (in-process), and once without interruption
     runner = CliRunner()
@@ -191,7 +191,7 @@ def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
     for k in keys:
         a, b = resumed[k], clean[k]
         assert a[0] == b[0] and a[3] == b[3]
-        for x, y in zip(a[1:], b[1:]):
+        for x, y in zip(a[1:], b[1:], strict=True):
             if isinstance(x, np.ndarray):
                 np.testing.assert_array_equal(x, y)
     assert not list(killed.glob(".*.tmp"))

@@ -24,8 +24,8 @@ def play(moves: list[tuple[str, str]], size: int = 19) -> GameState:
 # The two constructed ladder positions of KataGo's reference file (dev-19x19-0001/0002): white
 # D16 (liberties D15, E16) under black C16 D17 E17; the ladder D15 runs down-right towards Q4.
 LADDER = [("B", "C16"), ("W", "D16"), ("B", "D17"), ("W", "Q16"), ("B", "E17")]
-WORKS = LADDER + [("W", "C4")]   # C4 is far from the ladder's path
-BROKEN = LADDER + [("W", "Q4")]  # Q4 sits on the path: a ladder breaker
+WORKS = [*LADDER, ("W", "C4")]   # C4 is far from the ladder's path
+BROKEN = [*LADDER, ("W", "Q4")]  # Q4 sits on the path: a ladder breaker
 
 
 def v(vertex: str, size: int = 19) -> int:
@@ -41,9 +41,9 @@ def test_two_liberty_ladder_works_and_breaker_stops_it():
 
 def test_one_liberty_ladder_with_the_defender_to_move():
     # after black D15 the white stone is in atari (liberty E16) with white to move
-    s = play(WORKS + [("B", "D15")])
+    s = play([*WORKS, ("B", "D15")])
     assert is_ladder_captured(s.board, 19, v("D16"))
-    s = play(BROKEN + [("B", "D15")])
+    s = play([*BROKEN, ("B", "D15")])
     assert not is_ladder_captured(s.board, 19, v("D16"))
     # a chain that is not in atari is never "captured" by the one-liberty search
     assert not is_ladder_captured(play(WORKS).board, 19, v("D16"))

@@ -163,7 +163,7 @@ def test_foreign_file_round_trip_is_numerically_identical(tmp_path):
     write_leelaz(out, w)
     back = read_leelaz(out)
     assert back.version == 2
-    for a, b in zip(w.layers, back.layers):
+    for a, b in zip(w.layers, back.layers, strict=True):
         assert np.array_equal(a, b)
 
 
@@ -229,8 +229,8 @@ def _mutate(lines: list[str], lineno: int, text: str) -> list[str]:
     (lambda ls: _mutate(ls, 5, "1 1 0 1"), "line 5 (input conv bn variances): variance 3 is 0"),
     (lambda ls: _mutate(ls, 9, "1 -1 1 1"),
      "line 9 (residual block 1 conv 1 bn variances): variance 2 is -1"),
-    (lambda ls: ls + [""], "line 28 is empty (a trailing empty line"),
-    (lambda ls: ls[:5] + [""] + ls[5:], "line 6 is empty"),
+    (lambda ls: [*ls, ""], "line 28 is empty (a trailing empty line"),
+    (lambda ls: [*ls[:5], "", *ls[5:]], "line 6 is empty"),
     (lambda ls: ls[:-1], "26 lines (line 26 is the last) do not make a Leela Zero net"),
     (lambda ls: ls[:1], "1 lines"),
     (lambda ls: _mutate(ls, 3, ""), "line 3 is empty"),
@@ -301,10 +301,10 @@ def test_unconvertible_nets_are_refused():
         weights_of(KosumiNet.random(basic, 0))
     tensors = inference_tensors(random_lz_net())
     negative = {**tensors, "input_bn.running_var": -tensors["input_bn.running_var"]}
-    with pytest.raises(KosumiError, match="'input_bn.running_var' has a non-positive"):
+    with pytest.raises(KosumiError, match=r"'input_bn.running_var' has a non-positive"):
         LeelaZeroWeights.from_state_dict(negative, lz_config())
     del tensors["policy_fc.bias"]
-    with pytest.raises(KosumiError, match="tensor 'policy_fc.bias' is missing"):
+    with pytest.raises(KosumiError, match=r"tensor 'policy_fc.bias' is missing"):
         LeelaZeroWeights.from_state_dict(tensors, lz_config())
     # a version-2 net (Black's value) is a checkpoint whose config says so, and writes back
     # as version 2
@@ -389,7 +389,7 @@ def test_load_evaluator_and_teacher(tmp_path):
     ck = tmp_path / "net.kosumi"
     save_checkpoint(ck, net)
     assert abs(load_teacher(ck).evaluate_one(s).value - w) < 1e-5
-    with pytest.raises(KosumiError, match="symmetries must be 1..8"):
+    with pytest.raises(KosumiError, match=r"symmetries must be 1..8"):
         load_teacher(ck, symmetries=9)
     bad = tmp_path / "bad.txt"
     bad.write_text("7\n" + "0.5 " * 300 + "\n")
@@ -553,7 +553,7 @@ def compare_with_leelaz(leelaz: str, weights: Path, model: Path, home: Path) -> 
     plain = load_evaluator(model, cache=False)
     averaged = load_teacher(model, symmetries=8, cache=False)
     worst_heat, worst_win = 0, 0.0
-    for (pos, arg), (heat, lz_pass, lz_win) in zip(QUERIES, results):
+    for (pos, arg), (heat, lz_pass, lz_win) in zip(QUERIES, results, strict=True):
         state = play(POSITIONS[pos])
         empty = np.frombuffer(bytes(state.board), np.uint8) == 0
         if arg == "avg":
@@ -576,7 +576,7 @@ def compare_with_leelaz(leelaz: str, weights: Path, model: Path, home: Path) -> 
         worst_heat = max(worst_heat, diff, pass_diff)
         worst_win = max(worst_win, abs(lz_win - e.value))
     assert max(int(h.max()) for h, _, _ in results) > 300  # informative: peaked policies
-    whites = [w for (pos, _), (_, _, w) in zip(QUERIES, results) if len(POSITIONS[pos]) % 2]
+    whites = [w for (pos, _), (_, _, w) in zip(QUERIES, results, strict=True) if len(POSITIONS[pos]) % 2]
     assert max(abs(w - 0.5) for w in whites) > 0.02  # the value perspective is exercised
     print(f"\n{weights.name}: {len(QUERIES)} heatmaps, max |heatmap diff| {worst_heat}, "
           f"max |winrate diff| {worst_win:.2e}")

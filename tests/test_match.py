@@ -154,7 +154,7 @@ def test_misbehaving_engine_forfeits_every_game(tmp_path: Path, behaviour: str, 
                         swap_colors=True, sgf_dir=tmp_path, move_timeout=1.0,
                         startup_timeout=20.0, progress=False)
     assert len(result.games) == 2  # the match went on after the forfeit
-    for game, fake_color in zip(result.games, ("B", "W")):
+    for game, fake_color in zip(result.games, ("B", "W"), strict=True):
         assert game.end == "forfeit"
         assert game.forfeit is not None
         assert (game.forfeit.color, game.forfeit.kind) == (fake_color, kind)
@@ -230,7 +230,7 @@ def test_leelaz_plays_through_the_arena(tmp_path: Path):
                         progress=False)
     for game in result.games:
         assert game.forfeit is None and game.end == "max-moves" and game.moves == 16
-    with pytest.raises(KosumiError, match="cannot play this match.*unacceptable size"):
+    with pytest.raises(KosumiError, match=r"cannot play this match.*unacceptable size"):
         play_match(cmd, fake("random"), games=1, size=9, referee_cmd=None, progress=False)
 
 

@@ -34,7 +34,7 @@ def katago_9x9(reference_positions):
         for color, vertex in rec["moves"]:
             s.play(vertex_to_point(vertex, 9), parse_color(color))
         ref = [0.0 if p is None else p for p in rec["katago_raw_nn"]["policy"]]
-        out.append((s, np.array(ref + [rec["katago_raw_nn"]["policyPass"]])))
+        out.append((s, np.array([*ref, rec["katago_raw_nn"]["policyPass"]])))
     return out
 
 
@@ -90,7 +90,7 @@ def test_tiny_agrees_with_katago_on_reference_positions(reference_positions):
     evaluator = load_evaluator("tiny", backend="numpy", cache=False)
     evs = evaluator.evaluate([s for s, _ in cases])
     hits, kls = 0, []
-    for (_, ref), ev in zip(cases, evs):
+    for (_, ref), ev in zip(cases, evs, strict=True):
         mine = ev.policy  # points, then pass
         hits += int(np.argmax(mine)) == int(np.argmax(ref))
         p = ref / ref.sum()

@@ -87,9 +87,9 @@ def test_config_json_round_trip_and_errors():
     d = json.loads(c.to_json())
     assert d["version"] == 1 and d["arch"] == "b2c16" and d["provenance"] == {"teacher": "g170"}
     assert NetConfig.from_json(c.to_json()) == c
-    with pytest.raises(KosumiError, match="f.json: config field 'colour' is unknown"):
+    with pytest.raises(KosumiError, match=r"f.json: config field 'colour' is unknown"):
         NetConfig.from_dict({**d, "colour": 1}, source="f.json")
-    with pytest.raises(KosumiError, match="f.json: the net config is not valid JSON"):
+    with pytest.raises(KosumiError, match=r"f.json: the net config is not valid JSON"):
         NetConfig.from_json("{", source="f.json")
     with pytest.raises(KosumiError, match="'version'"):
         NetConfig.from_dict({**d, "version": 7})

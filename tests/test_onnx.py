@@ -105,9 +105,9 @@ def test_onnxruntime_matches_torch_on_the_reference_positions(nets, name, tmp_pa
         assert ev.backend.name == "onnxruntime"
         got = ev.evaluate(states)
         top1 = np.mean([int(np.argmax(a.policy)) == int(np.argmax(b.policy))
-                        for a, b in zip(ref, got)])
-        diff = max(float(np.abs(a.policy - b.policy).max()) for a, b in zip(ref, got))
-        value = max(abs(a.value - b.value) for a, b in zip(ref, got))
+                        for a, b in zip(ref, got, strict=True)])
+        diff = max(float(np.abs(a.policy - b.policy).max()) for a, b in zip(ref, got, strict=True))
+        value = max(abs(a.value - b.value) for a, b in zip(ref, got, strict=True))
         if fp16:
             assert top1 >= 0.995 and diff < 0.02, (name, top1, diff)
         else:

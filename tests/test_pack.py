@@ -73,7 +73,7 @@ def test_packs_read_back_bit_for_bit(nets):
     states = bench_states(9, 16, seed=8)
     x = load_evaluator(src, backend="numpy", cache=False).evaluate(states)
     y = load_evaluator(pack, backend="numpy", cache=False).evaluate(states)
-    for e1, e2 in zip(x, y):
+    for e1, e2 in zip(x, y, strict=True):
         assert np.array_equal(e1.policy, e2.policy) and e1.value == e2.value
 
 

@@ -113,7 +113,7 @@ def test_round_trip_many_sizes_setup_and_passes(tmp_path):
     assert store.board_sizes() == [9, 19]
     for entry in store.shards:  # every shard holds one board size
         assert {p.board_size for _, p in store.read_shard(entry)} == {entry["board_size"]}
-    assert list(store.positions(9)) == g9 + [tt]
+    assert list(store.positions(9)) == [*g9, tt]
     assert list(store.positions(19)) == g19
     state = g9[-1].to_state()
     assert state.to_move == WHITE and state.moves[-1] == (BLACK, 30)
@@ -217,7 +217,7 @@ def test_bad_input(tmp_path):
     with pytest.raises(KosumiError, match="manifest says 7"):
         read_positions(out)
     (out / "manifest.json").write_text("{not json")
-    with pytest.raises(KosumiError, match="manifest.json: not valid JSON"):
+    with pytest.raises(KosumiError, match=r"manifest.json: not valid JSON"):
         read_positions(out)
     (out / "manifest.json").write_text(json.dumps({"format": "kosumi-labels", "version": 1,
                                                    "shards": []}))
@@ -261,7 +261,7 @@ def test_a_failed_write_stops_an_import_that_skips_bad_files(tmp_path, monkeypat
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(shards, "atomic_write", disk_full)
-    with pytest.raises(WriteFailed, match="cannot write .No space left on device"):
+    with pytest.raises(WriteFailed, match=r"cannot write .No space left on device"):
         import_sgf([games], tmp_path / "pos", skip_bad=True, shard_size=1)
 
 

@@ -97,7 +97,7 @@ def fidelity(float_net: Path, qnet: Path, states) -> float:
     got = load_evaluator(qnet, backend="numpy", cache=False).evaluate(states)
     return float(np.mean([np.sum(a.policy * np.log(np.maximum(a.policy, 1e-30)
                                                    / np.maximum(b.policy, 1e-30)))
-                          for a, b in zip(ref, got)]))
+                          for a, b in zip(ref, got, strict=True)]))
 
 
 def test_qat_brings_the_int8_net_closer_to_its_float_self(setup):

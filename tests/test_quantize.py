@@ -142,11 +142,11 @@ def test_int8_net_plays_like_its_float_self(net, qnet):
         got = ev.evaluate(states)
         # a random net's policy is nearly flat (ties everywhere): judge the choice tie-aware
         choice = np.mean([a.policy[np.argmax(b.policy)] >= 0.9 * a.policy.max()
-                          for a, b in zip(ref, got)])
+                          for a, b in zip(ref, got, strict=True)])
         kl = np.mean([np.sum(a.policy * np.log(np.maximum(a.policy, 1e-30)
                                                 / np.maximum(b.policy, 1e-30)))
-                      for a, b in zip(ref, got)])
-        value = np.mean([abs(a.value - b.value) for a, b in zip(ref, got)])
+                      for a, b in zip(ref, got, strict=True)])
+        value = np.mean([abs(a.value - b.value) for a, b in zip(ref, got, strict=True)])
         assert choice >= 0.95 and kl < 0.01 and value < 0.02, (backend, choice, kl, value)
     with pytest.raises(KosumiError, match="runs on the numpy and onnxruntime backends"):
         load_evaluator(qnet, backend="torch")
@@ -173,7 +173,7 @@ def test_onnxruntime_int8_run_matches_the_integer_reference(qnet):
     for size in (9, 19):
         planes, glob = get_feature_set("basic").encode(bench_states(size, 6, seed=size))
         outs = dict(zip([o.name for o in sess.get_outputs()],
-                        sess.run(None, {"planes": planes, "globals": glob})))
+                        sess.run(None, {"planes": planes, "globals": glob}), strict=True))
         values = ref._run(planes, glob)
         for value, name in builder.qvals.items():
             mine = values.get(value)
@@ -251,7 +251,7 @@ def test_fp16(net, calib, tmp_path):
     for backend in ("numpy", "onnxruntime"):
         got = load_evaluator(out, backend=backend, cache=False).evaluate(states)
         assert np.mean([np.argmax(a.policy) == np.argmax(b.policy)
-                        for a, b in zip(ref, got)]) >= 0.99, backend
+                        for a, b in zip(ref, got, strict=True)]) >= 0.99, backend
 
 
 # ---------------------------------------------------------------------------- bad input
@@ -326,7 +326,7 @@ def test_int8_activations_for_tensorrt_and_the_exported_file(net, calib, tmp_pat
     states = bench_states(9, 24, seed=41)
     a = load_evaluator(out, backend="numpy", cache=False).evaluate(states)
     b = load_evaluator(onnx_file, cache=False).evaluate(states)
-    assert max(float(np.abs(x.policy - y.policy).max()) for x, y in zip(a, b)) < 0.02
+    assert max(float(np.abs(x.policy - y.policy).max()) for x, y in zip(a, b, strict=True)) < 0.02
     r = CliRunner().invoke(app, ["export", str(net), "--format", "onnx", "--precision", "int8",
                                  "--out", str(tmp_path / "x.onnx")])
     assert r.exit_code == 2 and "kosumi quantize" in r.output
@@ -347,7 +347,7 @@ def test_katago_int8_against_katago_itself(calib, reference_positions, tmp_path)
     states = [replay_reference(r) for r in refs]
     got = load_evaluator(out, backend="numpy", cache=False).evaluate(states)
     top1, kl = [], []
-    for r, e in zip(refs, got):
+    for r, e in zip(refs, got, strict=True):
         k = r["katago_raw_nn"]
         p = np.array([0.0 if x is None else x for x in k["policy"]] + [k["policyPass"]])
         top1.append(int(np.argmax(p)) == int(np.argmax(e.policy)))

@@ -80,9 +80,9 @@ def test_policy_masks_exactly_the_illegal_points_of_katago(reference_positions, 
     states = [replay(r) for r in reference_positions]
     evals = ev.evaluate(states)  # one mixed 9x9/19x19 batch
     lz_idx = [i for i, s in enumerate(states) if s.size == 19]
-    lz_evals = dict(zip(lz_idx, lz.evaluate([states[i] for i in lz_idx])))
+    lz_evals = dict(zip(lz_idx, lz.evaluate([states[i] for i in lz_idx]), strict=True))
     assert len(states) == 300
-    for i, (rec, s, e) in enumerate(zip(reference_positions, states, evals)):
+    for i, (rec, s, e) in enumerate(zip(reference_positions, states, evals, strict=True)):
         n2 = s.num_points
         illegal = np.array([v is None for v in rec["katago_raw_nn"]["policy"]])
         assert illegal.shape == (n2,)

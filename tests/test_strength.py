@@ -84,11 +84,11 @@ def test_the_benchmark_writes_what_viz_reads(net, tmp_path):
 def test_bad_input_is_one_line(net, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(KosumiError, match="bad.json: not a match result"):
+    with pytest.raises(KosumiError, match=r"bad.json: not a match result"):
         strength_row("x", net, [bad])
     with pytest.raises(KosumiError, match="no match results"):
         strength_row("x", net, [])
-    with pytest.raises(KosumiError, match="bad.json: not a strength table"):
+    with pytest.raises(KosumiError, match=r"bad.json: not a strength table"):
         read_strength_table(bad)
     t = tmp_path / "t.json"
     good = write_match(tmp_path / "g.json", [game(1, "B", "B")])

@@ -218,9 +218,9 @@ def test_init_starts_from_a_checkpoint(labels, tmp_path):
     assert cfg.provenance["init"]["sha256"] == hashlib.sha256(first.read_bytes()).hexdigest()
     with pytest.raises(KosumiError, match=r"--student b2c16 differs from the --init .*\(b1c8\)"):
         distill(opts(labels, tmp_path / "x.safetensors", student="b2c16", init=str(first)))
-    with pytest.raises(KosumiError, match="--init .*no such file"):
+    with pytest.raises(KosumiError, match=r"--init .*no such file"):
         distill(opts(labels, tmp_path / "x.safetensors", init=str(tmp_path / "none")))
-    with pytest.raises(KosumiError, match="--init starts a new run .* --resume"):
+    with pytest.raises(KosumiError, match=r"--init starts a new run .* --resume"):
         distill(opts(labels, tuned, init=str(first), resume=True))
 
 
@@ -234,9 +234,9 @@ def test_mismatches_are_clear_errors(labels, tmp_path):
         distill(opts(labels, out, teacher=str(other)))
     with pytest.raises(KosumiError, match="no such file"):
         distill(opts(labels, out, teacher=str(tmp_path / "missing.bin")))
-    with pytest.raises(KosumiError, match="lz-head student plays 19x19 only.*7x7"):
+    with pytest.raises(KosumiError, match=r"lz-head student plays 19x19 only.*7x7"):
         distill(opts(labels, out, head="lz", features="lz18"))
-    with pytest.raises(KosumiError, match="no 9x9 positions.*7x7"):
+    with pytest.raises(KosumiError, match=r"no 9x9 positions.*7x7"):
         distill(opts(labels, out, board_sizes=[7, 9]))
     with pytest.raises(KosumiError, match="--steps or --epochs, not both"):
         distill(opts(labels, out, epochs=1.0))
@@ -254,7 +254,7 @@ def test_mismatches_are_clear_errors(labels, tmp_path):
     with pytest.raises(KosumiError, match=r"--features lz18 differs"):
         distill(opts(labels, out, features="lz18", resume=True))
     other_labels, _ = make_label_folder(tmp_path / "other", size=7, games=3, length=6, seed=9)
-    with pytest.raises(KosumiError, match="not those the run .* was trained on"):
+    with pytest.raises(KosumiError, match=r"not those the run .* was trained on"):
         distill(opts(labels, out, data=other_labels, resume=True, teacher=None))
 
 
@@ -292,7 +292,7 @@ def test_mixed_teacher_folder_selects_the_given_teachers_labels(tmp_path):
     store.teachers, store.teacher = [t0, t1], t0
     assert check_teacher(None, store) == ({"mixed": [t0, t1]}, None)
     assert check_teacher("bb" * 8, store) == (t1, 1)
-    with pytest.raises(KosumiError, match="teacher mismatch.*made by a .*; b "):
+    with pytest.raises(KosumiError, match=r"teacher mismatch.*made by a .*; b "):
         check_teacher("cc" * 8, store)
     out = tmp_path / "s.safetensors"
     distill(DistillOptions(data=store.path, out=out, teacher="bb" * 8, student="b1c8",

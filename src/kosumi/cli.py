@@ -116,7 +116,7 @@ def analyze_command(
         analyze,
         position_from_moves,
         position_from_sgf,
-        read_positions,
+        read_queries,
     )
     from kosumi.runtime.loader import load_evaluator
 
@@ -128,7 +128,7 @@ def analyze_command(
         elif sgf is not None:
             todo = [position_from_sgf(sgf, move, rules)]
         else:
-            todo = read_positions(positions, rules)  # type: ignore[arg-type]
+            todo = read_queries(positions, rules)  # type: ignore[arg-type]
         evaluator = load_evaluator(model, backend=backend, threads=threads, cache=False,
                                    symmetries=symmetries, device=device, precision=precision)
         if not as_json:

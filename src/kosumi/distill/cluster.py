@@ -61,7 +61,7 @@ def connect(address: str, cpus: int | None = None) -> Iterator[Any]:
         kwargs["address"] = address
     try:
         ray.init(**kwargs)
-    except Exception as e:  # noqa: BLE001 (ray.init raises many kinds; each is one line)
+    except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise KosumiError(f"--ray {address}: cannot reach the Ray cluster ({first})") from None
     try:

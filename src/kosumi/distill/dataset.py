@@ -46,6 +46,7 @@ uninterrupted one would, and ``torchrun`` ranks can each take their slice of the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -466,10 +467,9 @@ def load_dataset(store: Any, feature_set: str, board_sizes: Sequence[int] | None
             data = encode_records(store.records(board_size=n), feature_set, n,
                                   progress=progress, where=where)
             if use_cache:
-                try:
+                # a read-only cache folder only costs the next run the encoding
+                with contextlib.suppress(OSError):
                     save_cached(path, data, meta)
-                except OSError:
-                    pass  # a read-only cache folder only costs the next run the encoding
         out.sizes[n] = data
     return out
 

@@ -227,9 +227,9 @@ def wrap_model(net: nn.Module, ctx: DistContext) -> nn.Module:
     return DDP(net, device_ids=ids, broadcast_buffers=False)
 
 
-def unwrap(model: nn.Module) -> nn.Module:
+def unwrap_ddp(model: nn.Module) -> nn.Module:
     return model.module if hasattr(model, "module") else model
 
 
 __all__ = ["DistContext", "GlobalBatchNorm2d", "convert_batchnorm", "init_distributed",
-           "launched_by_torchrun", "resolve_device", "unwrap", "wrap_model"]
+           "launched_by_torchrun", "resolve_device", "unwrap_ddp", "wrap_model"]

@@ -123,7 +123,7 @@ class TeacherBatch:
     ownership: np.ndarray | None  # float32 [B, N*N]
 
 
-def unwrap(evaluator: Evaluator) -> Evaluator:
+def uncached(evaluator: Evaluator) -> Evaluator:
     """The evaluator under any ``CachedEvaluator`` layers."""
     while isinstance(evaluator, CachedEvaluator):
         evaluator = evaluator.inner
@@ -132,7 +132,7 @@ def unwrap(evaluator: Evaluator) -> Evaluator:
 
 def backend_of(evaluator: Evaluator) -> str:
     """The name of the backend under an evaluator ("" for a network-free one)."""
-    return str(getattr(getattr(unwrap(evaluator), "backend", None), "name", ""))
+    return str(getattr(getattr(uncached(evaluator), "backend", None), "name", ""))
 
 
 def teacher_outputs(evaluator: Evaluator, states: Sequence[GameState]) -> TeacherBatch:
@@ -141,7 +141,7 @@ def teacher_outputs(evaluator: Evaluator, states: Sequence[GameState]) -> Teache
     n = states[0].size
     nn = n * n
     bsz = len(states)
-    evals = unwrap(evaluator).evaluate(states)
+    evals = uncached(evaluator).evaluate(states)
     policy = np.stack([e.policy for e in evals])
     if all(e.wdl is not None for e in evals):  # KataGo, kosumi wdl nets: win/loss/noResult
         wdl = np.stack([e.wdl for e in evals]).astype(np.float64)  # type: ignore[misc]

@@ -244,7 +244,7 @@ def jsonl_to_positions(data: bytes, where: str) -> list[tuple[int, Position]]:
     """The inverse of ``positions_to_jsonl``: (key, Position) pairs in order."""
     out = []
     for g in jsonl_to_groups(data, where):
-        out.extend(zip(g.keys, g.positions()))
+        out.extend(zip(g.keys, g.positions(), strict=True))
     return out
 
 
@@ -380,7 +380,7 @@ class PositionWriter:
         self._lock = None
 
     # ------------------------------------------------------------------ context
-    def __enter__(self) -> PositionWriter:  # noqa: PYI034
+    def __enter__(self) -> PositionWriter:
         self._lock = self.dir.lock()
         self._lock.__enter__()
         try:

@@ -18,12 +18,13 @@ or ``.npz`` archives read with ``allow_pickle=False``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +104,8 @@ def write_file(path: Path, data: bytes) -> None:
     temporary file is private), so that other users (a trainer) can read the data."""
     with output_errors(path):
         atomic_write(path, data)
-    try:
+    with contextlib.suppress(OSError):  # the data is written; only its permissions stay private
         os.chmod(path, 0o666 & ~_UMASK)
-    except OSError:
-        pass  # the data is written; only its permissions stay private
 
 
 def manifest_content_hash(manifest: bytes) -> str:
@@ -238,10 +237,8 @@ class ShardDir:
         if not self.path.is_dir():
             return
         for p in self.path.glob(".*.tmp"):
-            try:
+            with suppress(OSError):
                 p.unlink()
-            except OSError:
-                pass
 
     @contextmanager
     def lock(self) -> Iterator[None]:

@@ -93,7 +93,7 @@ from kosumi.distill.dataset import (
     load_dataset,
     split_by_game,
 )
-from kosumi.distill.ddp import DistContext, init_distributed, unwrap, wrap_model
+from kosumi.distill.ddp import DistContext, init_distributed, unwrap_ddp, wrap_model
 from kosumi.distill.metrics_log import (
     append_metrics_log,
     remove_metrics_log,
@@ -231,7 +231,7 @@ def evaluate(net: nn.Module, dataset: DistillDataset, indices: dict[int, np.ndar
 def _param_groups(net: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """Weight decay on conv / linear weights; none on biases and BatchNorm parameters."""
     decay, no_decay = [], []
-    for name, p in net.named_parameters():
+    for _name, p in net.named_parameters():
         (decay if p.dim() > 1 else no_decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay},
             {"params": no_decay, "weight_decay": 0.0}]
@@ -426,7 +426,7 @@ class _Run:
         }
 
     def _save(self, step: int, train: dict[str, float], val: dict[str, float]) -> None:
-        net = unwrap(self.model)
+        net = unwrap_ddp(self.model)
         config = student_config(self.settings, self._provenance(step, train, val))
         try:
             save_checkpoint(self.paths.checkpoint, net, config=config)
@@ -496,7 +496,7 @@ class _Run:
                 remove_metrics_log(paths.metrics)
         n_train = sum(len(i) for i in self.train_idx.values())
         n_val = sum(len(i) for i in self.val_idx.values())
-        self.log(f"distill: {self.config.describe()}, {unwrap(self.model).num_parameters():,} "
+        self.log(f"distill: {self.config.describe()}, {unwrap_ddp(self.model).num_parameters():,} "
                  f"parameters; {n_train:,} training / {n_val:,} held-out positions; steps "
                  f"{self.start}->{self.total}, batch {s['batch']}"
                  + (f" over {ctx.world_size} processes" if ctx.distributed else "")
@@ -537,7 +537,7 @@ class _Run:
                     now = time.perf_counter()
                     rate = (step - interval_start) * batch / max(1e-9, now - interval_t0)
                     if ctx.is_main:
-                        val = (evaluate(unwrap(self.model), self.dataset, self.val_idx, s,
+                        val = (evaluate(unwrap_ddp(self.model), self.dataset, self.val_idx, s,
                                         ctx.device) if n_val else {})
                         record = {
                             "step": step, "samples": step * batch,

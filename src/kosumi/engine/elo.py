@@ -92,7 +92,7 @@ def elo_estimate(wins: int, draws: int, losses: int) -> EloEstimate:
     s = (wins + 0.5 * draws) / n
     se = math.sqrt(score_variance(wins, draws, losses) / n)
     lo_s, hi_s = s - Z95 * se, s + Z95 * se
-    capped = not (SCORE_CLAMP <= lo_s and hi_s <= 1.0 - SCORE_CLAMP) or s in (0.0, 1.0)
+    capped = not (lo_s >= SCORE_CLAMP and hi_s <= 1.0 - SCORE_CLAMP) or s in (0.0, 1.0)
     return EloEstimate(
         games=n,
         wins=wins,

@@ -18,6 +18,7 @@ to a temporary folder through ``env`` (``play_match`` does this for commands nam
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import queue
 import shlex
@@ -65,10 +66,7 @@ class EngineCrashed(EngineError):
 
 def split_command(command: str | Sequence[str]) -> list[str]:
     """A command line (string, split like a POSIX shell) or argument list -> argument list."""
-    if isinstance(command, str):
-        args = shlex.split(command)
-    else:
-        args = [str(a) for a in command]
+    args = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
     if not args:
         raise ValueError("empty engine command")
     return args
@@ -236,20 +234,16 @@ class GTPProcess:
         if self._closed:
             return self.proc.poll()
         if self.alive:
-            try:
+            with contextlib.suppress(EngineError):
                 self.send("quit", timeout=grace)
-            except EngineError:
-                pass
         self._closed = True
         try:
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
         except OSError:
             pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
         self.kill()
         return self.proc.poll()
 
@@ -257,19 +251,13 @@ class GTPProcess:
         """Kill the engine's process group and release its pipes. The group is killed even when
         the engine itself has exited: children it left behind (a wrapper's) are still in it."""
         self._closed = True
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass  # no process is left in the group
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
-            except ProcessLookupError:
-                pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            pass
         for t in self._threads:
             t.join(timeout=1.0)
         if any(t.is_alive() for t in self._threads):
@@ -281,7 +269,7 @@ class GTPProcess:
             except (OSError, ValueError):
                 pass
 
-    def __enter__(self) -> GTPProcess:  # noqa: PYI034
+    def __enter__(self) -> GTPProcess:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -291,7 +279,7 @@ class GTPProcess:
         try:
             if not self._closed and self.proc.poll() is None:
                 self.kill()
-        except Exception:  # noqa: BLE001, S110 (interpreter shutdown: nothing to report to)
+        except Exception:
             pass
 
     def __repr__(self) -> str:

@@ -148,7 +148,7 @@ class GTPEngine:
         """
         try:
             cmd = gtp.parse_command(line)
-        except Exception as e:  # noqa: BLE001 - the engine must never crash
+        except Exception as e:
             self._log(f"internal error parsing {line!r}: {e!r}")
             return gtp.format_failure(None, "internal error: cannot parse the command")
         if cmd is None:
@@ -174,7 +174,7 @@ class GTPEngine:
             if stream.started:
                 return stream.finish()
             return gtp.format_failure(cmd.id, str(e))
-        except Exception as e:  # noqa: BLE001 - a bug must not take the engine down
+        except Exception as e:
             self._log(f"internal error in {cmd.name!r}:\n{traceback.format_exc().rstrip()}")
             if stream.started:
                 return stream.finish()
@@ -194,7 +194,7 @@ class GTPEngine:
         if self._evaluator is not None:
             try:
                 self._evaluator.close()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 self._log(f"closing the evaluator failed: {e!r}")
 
     # ================================================================== game setup

@@ -69,8 +69,20 @@ class Node:
     """A position in the tree. Children are kept in parallel arrays over the legal moves."""
 
     __slots__ = (
-        "state", "moves", "priors", "n", "w", "s", "children", "visits", "value", "score",
-        "terminal", "pending", "own_sum", "own_n",
+        "children",
+        "moves",
+        "n",
+        "own_n",
+        "own_sum",
+        "pending",
+        "priors",
+        "s",
+        "score",
+        "state",
+        "terminal",
+        "value",
+        "visits",
+        "w",
     )
 
     def __init__(self, state: GameState):
@@ -310,7 +322,7 @@ class MCTS:
                 own_rows: list[np.ndarray] = []
                 own_signs: list[float] = []
                 root_color = root.state.to_move
-                for (path, leaf), ev in zip(leaves, evals):
+                for (path, leaf), ev in zip(leaves, evals, strict=True):
                     self._expand(leaf, ev)
                     self._backup(path, leaf, leaf.value, leaf.score)
                     if ev.ownership is not None:
@@ -353,7 +365,7 @@ class MCTS:
                 has_score = root.score is not None or (child is not None and child.terminal)
                 infos.append(MoveInfo(
                     move=mv, visits=int(nv), winrate=q, prior=float(root.priors[i]), lcb=lcb,
-                    pv=[mv] + self._pv(child), score_lead=float(root.s[i] / nv) if has_score else None,
+                    pv=[mv, *self._pv(child)], score_lead=float(root.s[i] / nv) if has_score else None,
                 ))
         tot = float(sum(root.n)) if root.expanded else 0.0
         winrate = float(sum(root.w) / tot) if tot > 0 else root.value

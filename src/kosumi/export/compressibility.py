@@ -139,7 +139,7 @@ def compressibility(tensors: dict[str, np.ndarray], codecs: tuple[str, ...] = CO
         rows.append(row)
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         sizes = list(pool.map(lambda j: len(compress(j[3], j[2], dictionary)), jobs))
-    for (row, label, codec, _), n in zip(jobs, sizes):
+    for (row, label, codec, _), n in zip(jobs, sizes, strict=True):
         row.sizes[label][codec] = n
     return rows
 

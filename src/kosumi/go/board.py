@@ -93,9 +93,29 @@ class GameState:
     """A Go position with its history. Cheap to copy; ``play`` mutates in place."""
 
     __slots__ = (
-        "size", "komi", "rules", "board", "to_move", "ko", "ko_color", "head", "nxt",
-        "nstones", "plibs", "lsum", "lsq", "hash", "hash_history", "moves", "boards",
-        "passes", "captures", "setup", "start_to_move", "_nb", "_zob",
+        "_nb",
+        "_zob",
+        "board",
+        "boards",
+        "captures",
+        "hash",
+        "hash_history",
+        "head",
+        "ko",
+        "ko_color",
+        "komi",
+        "lsq",
+        "lsum",
+        "moves",
+        "nstones",
+        "nxt",
+        "passes",
+        "plibs",
+        "rules",
+        "setup",
+        "size",
+        "start_to_move",
+        "to_move",
     )
 
     def __init__(self, size: int = 19, komi: float = 7.5, rules: Rules | str = "chinese"):

@@ -324,10 +324,7 @@ class LadderBoard:
         if (c[nbs[0]] == EMPTY) + (c[nbs[1]] == EMPTY) + (c[nbs[2]] == EMPTY) \
                 + (c[nbs[3]] == EMPTY) >= 3:
             return True
-        for q in nbs:
-            if c[q] == col and q not in chain and self.libs_upto(q, 4) >= 4:
-                return True
-        return False
+        return any(c[q] == col and q not in chain and self.libs_upto(q, 4) >= 4 for q in nbs)
 
     def _libs_bounds(self, loc: int, col: int, chain: set[int], chain_libs: int
                      ) -> tuple[int, int]:

@@ -80,10 +80,7 @@ def inference_graph(config: NetConfig) -> Graph:
     fs = get_feature_set(config.features)
     b = _Builder()
     has_globals = fs.num_globals > 0
-    if config.family == "katago":
-        outputs = _katago(b, config)
-    else:
-        outputs = _kosumi(b, config, has_globals)
+    outputs = _katago(b, config) if config.family == "katago" else _kosumi(b, config, has_globals)
     return Graph(nodes=b.nodes, outputs=outputs, has_globals=has_globals,
                  num_planes=fs.num_planes, num_globals=fs.num_globals,
                  fixed_size=19 if config.head == "lz" else None)

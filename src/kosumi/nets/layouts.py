@@ -69,7 +69,7 @@ def undo_layout(stored: np.ndarray, steps: list[dict[str, Any]], dtype: np.dtype
         elif kind == "delta":
             sh, dt = (int(np.prod(sh, dtype=np.int64)),), np.dtype(f"u{dt.itemsize}")
     x = np.asarray(stored)
-    for step, (dt, sh) in zip(reversed(steps), reversed(seen)):
+    for step, (dt, sh) in zip(reversed(steps), reversed(seen), strict=True):
         kind = step["kind"]
         if kind == "transpose":
             inverse = np.argsort(step["axes"])

@@ -201,7 +201,7 @@ class LeelaZeroWeights:
     @property
     def num_parameters(self) -> int:
         """Learned values (everything but the BN means and variances), as Leela Zero counts."""
-        return sum(int(t.size) for t, s in zip(self.layers, self.specs)
+        return sum(int(t.size) for t, s in zip(self.layers, self.specs, strict=True)
                    if not s.name.endswith(("bn means", "bn variances")))
 
     # ------------------------------------------------------------------ validation
@@ -220,7 +220,7 @@ class LeelaZeroWeights:
         if len(self.layers) != len(specs):
             raise KosumiError(f"{src}: {len(self.layers)} tensors, a b{self.blocks}c"
                               f"{self.channels} net has {len(specs)}")
-        for i, (t, spec) in enumerate(zip(self.layers, specs)):
+        for i, (t, spec) in enumerate(zip(self.layers, specs, strict=True)):
             where = f"{src}: line {i + 2} ({spec.name})"
             if tuple(np.shape(t)) != spec.shape:
                 raise KosumiError(f"{where}: shape {list(np.shape(t))}, expected "
@@ -426,7 +426,7 @@ def parse_leelaz(data: bytes, source: str = "<memory>") -> LeelaZeroWeights:
                           f"of range (at most {MAX_BLOCKS} blocks, 1..{MAX_CHANNELS} channels)")
     specs = layer_specs(blocks, channels)
     layers = [_parse_line(line, spec, f"{source}: line {i} ({spec.name})")
-              for i, (line, spec) in enumerate(zip(lines[1:], specs), start=2)]
+              for i, (line, spec) in enumerate(zip(lines[1:], specs, strict=True), start=2)]
     return LeelaZeroWeights(version=version, blocks=blocks, channels=channels, layers=layers,
                             source=source, gzipped=gzipped)
 

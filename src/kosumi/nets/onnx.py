@@ -384,7 +384,7 @@ def _load_meta(path: Path) -> tuple[dict[str, str], Any]:
             model = onnx.load(str(path), load_external_data=False)
         except OSError as e:
             raise KosumiError(f"{path}: cannot read ({e.strerror or e})") from None
-        except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
+        except Exception as e:
             raise KosumiError(f"{path}: corrupt ONNX file ({type(e).__name__}: "
                               f"{str(e).splitlines()[0] if str(e) else 'cannot parse'})") from None
         if not model.graph.node:
@@ -397,7 +397,7 @@ def _load_meta(path: Path) -> tuple[dict[str, str], Any]:
     except ImportError:
         raise KosumiError(f"{path}: reading ONNX files needs onnx or onnxruntime "
                           "(pip install 'kosumi[onnx]')") from None
-    except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types
+    except Exception as e:
         raise KosumiError(f"{path}: corrupt ONNX file ({str(e).splitlines()[0]})") from None
     return dict(sess.get_modelmeta().custom_metadata_map), None
 

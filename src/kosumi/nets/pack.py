@@ -80,7 +80,7 @@ def _pack_bytes(config: NetConfig, entries: list[dict[str, Any]], stored: list[b
     frames: list[bytearray] = [bytearray()]  # frame 0: the small tensors and the blobs
     by_dtype: dict[str, int] = {}
     tensors = []
-    for entry, data in zip(entries, stored):
+    for entry, data in zip(entries, stored, strict=True):
         entry = {k: v for k, v in entry.items() if k != "layout" or v}
         if len(data) != _stored_nbytes(entry):
             raise ValueError(f"{entry['name']}: {len(data)} stored bytes, the layout says "

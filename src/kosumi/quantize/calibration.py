@@ -63,9 +63,9 @@ def read_calibration(path: str | os.PathLike, limit: int | None = 512) -> list[G
             positions = list(PositionStore(path).positions())
         states = [p.to_state() for p in positions]
     else:
-        from kosumi.runtime.analyze import read_positions
+        from kosumi.runtime.analyze import read_queries
 
-        states = [p.state for p in read_positions(path)]
+        states = [p.state for p in read_queries(path)]
     if not states:
         raise KosumiError(f"{path}: the calibration set is empty")
     return spread(states, limit)

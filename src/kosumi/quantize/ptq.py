@@ -237,7 +237,7 @@ def _compare(ref: list[dict[str, np.ndarray]], got: list[dict[str, np.ndarray]]
     noise: dict[str, float] = {}
     signal: dict[str, float] = {}
     top1, rows, worst = 0, 0, 0.0
-    for r_out, g_out in zip(ref, got):
+    for r_out, g_out in zip(ref, got, strict=True):
         for key, r in r_out.items():
             g = g_out[key]
             r2 = r.reshape(r.shape[0], -1)
@@ -320,7 +320,7 @@ def empirical_bias_correction(config: NetConfig, folded: dict[str, np.ndarray],
         q = build_quantized(config, out, layers, acts_all, weight_max, input_means=input_means)
         backend = Int8NumpyBackend(q.config, q.tensors)
         total = count = None
-        for (p, g), fv in zip(batches, ref):
+        for (p, g), fv in zip(batches, ref, strict=True):
             qv = backend.values(p, g)[st.output]
             f = fv[st.output]
             if qv.shape != f.shape:

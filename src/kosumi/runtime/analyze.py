@@ -40,7 +40,7 @@ DIGITS = 7  # significant digits of the floats printed
 
 
 @dataclass
-class Position:
+class AnalysisQuery:
     """A position to analyse, with the id to echo (if any)."""
 
     state: GameState
@@ -111,23 +111,23 @@ def parse_move_text(text: str) -> list[tuple[str | None, str]]:
 
 
 def position_from_moves(text: str, size: int = 19, komi: float | None = None,
-                        rules: str = "chinese") -> Position:
+                        rules: str = "chinese") -> AnalysisQuery:
     size = _size(size, "--size")
     komi = default_komi(size) if komi is None else komi
-    return Position(play_moves(size, komi, parse_move_text(text), "--moves", _rules(rules,
+    return AnalysisQuery(play_moves(size, komi, parse_move_text(text), "--moves", _rules(rules,
                                                                                    "--rules")))
 
 
 def position_from_sgf(path: str | os.PathLike, move: int | None = None,
-                      rules: str = "chinese") -> Position:
+                      rules: str = "chinese") -> AnalysisQuery:
     """The position of an SGF game after ``move`` moves (default: all)."""
     from kosumi.go.sgf import load_game
 
     record = load_game(path)
-    return Position(record.to_state(move, rules=_rules(rules, "--rules")), id=None)
+    return AnalysisQuery(record.to_state(move, rules=_rules(rules, "--rules")), id=None)
 
 
-def read_positions(path: str | os.PathLike, rules: str = "chinese") -> list[Position]:
+def read_queries(path: str | os.PathLike, rules: str = "chinese") -> list[AnalysisQuery]:
     """All positions of a JSON Lines file (raw_nn.jsonl format); blank lines are skipped."""
     path = Path(path)
     try:
@@ -141,7 +141,7 @@ def read_positions(path: str | os.PathLike, rules: str = "chinese") -> list[Posi
     return out
 
 
-def position_from_json(line: str, where: str, rules: str = "chinese") -> Position:
+def position_from_json(line: str, where: str, rules: str = "chinese") -> AnalysisQuery:
     """One JSON object with ``board_size``, ``komi``, ``moves`` (and ``id``, ``rules``)."""
     try:
         obj = json.loads(line)
@@ -165,7 +165,7 @@ def position_from_json(line: str, where: str, rules: str = "chinese") -> Positio
         pairs.append((m[0], m[1]))
     rule_set = _rules(obj.get("rules", rules), f"{where}: field 'rules'")
     state = play_moves(size, komi, pairs, f"{where}: field 'moves'", rule_set)
-    return Position(state, id=obj.get("id"))
+    return AnalysisQuery(state, id=obj.get("id"))
 
 
 def _floats(values: Iterable[float]) -> list[float]:
@@ -195,12 +195,12 @@ def analysis_record(state: GameState, ev: Evaluation, id: Any = None) -> dict[st
     return rec
 
 
-def analyze(evaluator: Evaluator, positions: list[Position],
+def analyze(evaluator: Evaluator, positions: list[AnalysisQuery],
             batch_size: int = 64) -> Iterator[dict[str, Any]]:
     """Evaluate ``positions`` in batches; yield one record per position, in order."""
     for start in range(0, len(positions), batch_size):
         chunk = positions[start : start + batch_size]
-        for pos, ev in zip(chunk, evaluator.evaluate([p.state for p in chunk])):
+        for pos, ev in zip(chunk, evaluator.evaluate([p.state for p in chunk]), strict=True):
             yield analysis_record(pos.state, ev, pos.id)
 
 

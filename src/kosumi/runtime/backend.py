@@ -117,7 +117,7 @@ def cuda_available(backend: str) -> bool:
             import torch
 
             return bool(torch.cuda.is_available())
-    except Exception:  # noqa: BLE001 - a broken install counts as no device
+    except Exception:
         return False
     return False
 

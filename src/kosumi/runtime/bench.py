@@ -15,6 +15,7 @@ resident set, and the part of it above the interpreter with kosumi imported.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import random
@@ -125,10 +126,8 @@ def _versions() -> dict[str, str]:
 
     out = {"python": platform.python_version(), "numpy": np.__version__}
     for pkg in ("torch", "onnxruntime", "onnx", "tensorrt"):
-        try:
+        with contextlib.suppress(md.PackageNotFoundError):
             out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            pass
     return out
 
 

@@ -40,7 +40,7 @@ def map_same_size(states: Sequence[GameState], max_batch: int,
     order of ``states``."""
     results: list[T | None] = [None] * len(states)
     for chunk in same_size_chunks(states, max_batch):
-        for i, r in zip(chunk, fn([states[i] for i in chunk])):
+        for i, r in zip(chunk, fn([states[i] for i in chunk]), strict=True):
             results[i] = r
     return results  # type: ignore[return-value]
 
@@ -211,7 +211,7 @@ class CachedEvaluator(Evaluator):
         keys = [self.key(s) for s in states]
         results: list[Evaluation | None] = []
         todo, todo_idx = [], []
-        for i, (k, s) in enumerate(zip(keys, states)):
+        for i, (k, s) in enumerate(zip(keys, states, strict=True)):
             e = self._cache.get(k)
             if e is not None:
                 self._cache.move_to_end(k)
@@ -222,7 +222,7 @@ class CachedEvaluator(Evaluator):
                 todo_idx.append(i)
             results.append(e)
         if todo:
-            for i, e in zip(todo_idx, self.inner.evaluate(todo)):
+            for i, e in zip(todo_idx, self.inner.evaluate(todo), strict=True):
                 results[i] = e
                 self._cache[keys[i]] = e
             while len(self._cache) > self.capacity:

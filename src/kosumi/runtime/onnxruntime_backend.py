@@ -101,7 +101,7 @@ class OnnxRuntimeBackend(Backend):
                                                 providers=_providers(ort, options, model.parent))
         except KosumiError:
             raise
-        except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types
+        except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise KosumiError(f"{model}: onnxruntime cannot load it ({first})") from None
         self.path = model
@@ -117,14 +117,14 @@ class OnnxRuntimeBackend(Backend):
                 raise ValueError("this net needs global inputs")
             feeds["globals"] = np.ascontiguousarray(globals, dtype=np.float32)
         if not self.io_binding:
-            return dict(zip(self.outputs, self.session.run(self.outputs, feeds)))
+            return dict(zip(self.outputs, self.session.run(self.outputs, feeds), strict=True))
         binding = self.session.io_binding()
         for name, array in feeds.items():
             binding.bind_cpu_input(name, array)
         for name in self.outputs:
             binding.bind_output(name, "cpu")
         self.session.run_with_iobinding(binding)
-        return dict(zip(self.outputs, binding.copy_outputs_to_cpu()))
+        return dict(zip(self.outputs, binding.copy_outputs_to_cpu(), strict=True))
 
 
 def open_onnxruntime(config: NetConfig, source: dict[str, np.ndarray] | Path,

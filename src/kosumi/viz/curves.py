@@ -80,7 +80,7 @@ def plot_learning_curves(records: Sequence[dict[str, Any]], path: str | os.PathL
     FigureCanvasAgg(fig)
     axes = fig.subplots(2, 2).flatten()
     fig.subplots_adjust(left=0.07, right=0.98, bottom=0.07, top=0.92, wspace=0.18, hspace=0.3)
-    for ax, (name, series) in zip(axes, _PANELS):
+    for ax, (name, series) in zip(axes, _PANELS, strict=True):
         drawn = 0
         for group, key, label in series:
             xs, ys = _series(records, group, key)

@@ -395,13 +395,13 @@ def zeroing_figure(rows: list[dict[str, Any]]) -> bytes:
     bx = fig.add_subplot(1, 2, 2)
     x = np.array([r["pack_bytes"] for r in rows]) / 1000.0
     boards = list(rows[0]["agreement"]) if rows else []
-    for board, colour in zip(boards, ("#2166ac", "#b2182b", "#1b7837")):
+    for board, colour in zip(boards, ("#2166ac", "#b2182b", "#1b7837"), strict=False):  # <= 3 boards
         ax.plot(x, [100 * r["agreement"][board]["top1"] for r in rows], "o-", color=colour,
                 label=f"{board} top-1")
         bx.plot(x, [r["agreement"][board]["policy_kl"] for r in rows], "o-", color=colour,
                 label=f"{board} policy KL")
     if boards:  # each point's threshold and share of zeros, beside the first board's KL
-        for r, xi in zip(rows, x):
+        for r, xi in zip(rows, x, strict=True):
             bx.annotate(f"T={r['threshold']} ({100 * r['zeroed']:.0f}%)",
                         (xi, r["agreement"][boards[0]]["policy_kl"]), fontsize=6,
                         xytext=(-4, 6), textcoords="offset points", ha="right")

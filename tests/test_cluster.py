@@ -170,7 +170,7 @@ def test_a_worker_without_the_teacher_or_with_another_file_stops_the_run(job, tm
     order. (``int`` makes a worker's state 0 and ``max(0, x)`` is the work: builtins, so that
     the workers can unpickle them.)"""
     from kosumi.distill.cluster import run_in_order
-    from kosumi.distill.labels import open_teacher
+    from kosumi.distill.teacher_jobs import open_teacher
     from kosumi.errors import KosumiError
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")

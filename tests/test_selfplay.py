@@ -11,7 +11,7 @@ import torch
 from typer.testing import CliRunner
 
 from kosumi.cli import app
-from kosumi.distill.labels import open_teacher
+from kosumi.distill.teacher_jobs import open_teacher
 from kosumi.distill.positions import PositionStore
 from kosumi.distill.selfplay import SelfPlayConfig, play_game, run_selfplay
 from kosumi.errors import KosumiError

@@ -32,7 +32,7 @@ def precision_option() -> typer.models.OptionInfo:
 
 def backend_name(evaluator: object) -> str:
     """The backend an evaluator runs on (after ``auto``), for summaries."""
-    from kosumi.distill.labels import backend_of
+    from kosumi.distill.teacher_jobs import backend_of
 
     return backend_of(evaluator) or "no backend"  # type: ignore[arg-type]
 

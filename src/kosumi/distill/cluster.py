@@ -206,7 +206,7 @@ def run_teacher_units(address: str, units: Sequence[Any], payload_of: Callable[[
     """``run_in_order`` with a teacher as each actor's state: the model file (``default`` and
     ``tiny`` resolved) opened with the one-door options, its SHA-256 checked on every worker,
     a CUDA device one GPU per actor."""
-    from kosumi.distill.labels import open_teacher
+    from kosumi.distill.teacher_jobs import open_teacher
     from kosumi.models import resolve_model
 
     file = str(resolve_model(teacher))

@@ -56,11 +56,11 @@ from kosumi.distill.shards import (
     arrays_to_bytes,
     bytes_to_arrays,
     manifest_content_hash,
-    sha256_file,
 )
+from kosumi.distill.teacher_jobs import TeacherJobs, uncached
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
-from kosumi.runtime.evaluator import CachedEvaluator, Evaluator
+from kosumi.runtime.evaluator import Evaluator
 
 LABELS_FORMAT = "kosumi-labels"
 DEFAULT_CHUNK_SIZE = 4096
@@ -123,18 +123,6 @@ class TeacherBatch:
     ownership: np.ndarray | None  # float32 [B, N*N]
 
 
-def uncached(evaluator: Evaluator) -> Evaluator:
-    """The evaluator under any ``CachedEvaluator`` layers."""
-    while isinstance(evaluator, CachedEvaluator):
-        evaluator = evaluator.inner
-    return evaluator
-
-
-def backend_of(evaluator: Evaluator) -> str:
-    """The name of the backend under an evaluator ("" for a network-free one)."""
-    return str(getattr(getattr(uncached(evaluator), "backend", None), "name", ""))
-
-
 def teacher_outputs(evaluator: Evaluator, states: Sequence[GameState]) -> TeacherBatch:
     """Run the teacher on a batch of same-size positions; see the module docstring for the
     value conventions."""
@@ -191,26 +179,6 @@ def label_states(evaluator: Evaluator, states: Sequence[GameState],
 
 
 # ---------------------------------------------------------------------------- teachers
-def open_teacher(path: str | os.PathLike, symmetries: int = 1, threads: int = 1,
-                 backend: str = "auto", device: str | None = None) -> Evaluator:
-    """Open a teacher model file (any format ``kosumi.runtime`` reads, on any backend),
-    without a cache."""
-    from kosumi.runtime.teacher import load_teacher
-
-    return load_teacher(path, symmetries=symmetries, threads=threads, cache=False,
-                        backend=backend, device=device)
-
-
-def teacher_identity(path: str | os.PathLike, symmetries: int = 1) -> dict[str, Any]:
-    """The identity recorded with labels: file name, format, SHA-256 of the file, symmetries."""
-    from kosumi.models import resolve_model
-    from kosumi.runtime.loader import detect_format
-
-    path = resolve_model(path)
-    return {"name": path.name, "format": detect_format(path).name,
-            "sha256": sha256_file(path), "symmetries": int(symmetries)}
-
-
 def same_teacher(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return all(a.get(f) == b.get(f) for f in IDENTITY_FIELDS)
 
@@ -369,23 +337,9 @@ def _label_items(evaluator: Evaluator, items: Sequence[tuple[int, Position]], ba
             out.ownership is not None)
 
 
-# worker processes (spawn): one teacher each
-_WORKER: dict[str, Any] = {}
-
-
-def _worker_init(teacher_path: str, symmetries: int, threads: int, backend: str,
-                 device: str | None) -> None:
-    _WORKER["teacher"] = open_teacher(teacher_path, symmetries=symmetries, threads=threads,
-                                      backend=backend, device=device)
-
-
-def _worker_label(items: list[tuple[int, Position]], batch: int) -> tuple[bytes, bool, bool]:
-    return _label_items(_WORKER["teacher"], items, batch)
-
-
-def _actor_label(teacher: Evaluator, job: tuple[list[tuple[int, Position]], int]
-                 ) -> tuple[bytes, bool, bool]:
-    """A unit on a Ray actor (``distill.cluster``): its positions and the batch size."""
+def _unit_label(teacher: Evaluator, job: tuple[list[tuple[int, Position]], int]
+                ) -> tuple[bytes, bool, bool]:
+    """A unit on a worker (``TeacherJobs``): its positions and the batch size."""
     items, batch = job
     return _label_items(teacher, items, batch)
 
@@ -430,147 +384,117 @@ def label_positions(
     """
     if batch < 1:
         raise KosumiError(f"--batch must be at least 1, not {batch}")
-    if workers is None and ray is None:
-        workers = 1
-    if workers is not None and workers < 1:
-        raise KosumiError(f"--workers must be at least 1, not {workers}")
     if not 1 <= int(symmetries) <= 8:
         raise KosumiError(f"--symmetries must be 1..8, not {symmetries}")
     store = PositionStore(positions)
-    is_path = not isinstance(teacher, Evaluator)
-    if is_path:
-        identity = teacher_identity(teacher, symmetries)  # type: ignore[arg-type]
-        # on Ray the driver only checks the teacher (on its own CPU); the actors run it
-        evaluator = open_teacher(teacher, symmetries, threads,  # type: ignore[arg-type]
-                                 backend="auto" if ray else backend,
-                                 device=None if ray else device)
-    else:
-        if workers != 1 or ray is not None:
-            raise ValueError("label_positions: an Evaluator object needs workers=1, no ray")
-        evaluator = teacher  # type: ignore[assignment]
-        identity = dict(teacher_info or {"name": evaluator.name, "format": "evaluator",
-                                         "sha256": None, "symmetries": int(symmetries)})
-    for size in store.board_sizes():
-        if not evaluator.supports_size(size):
-            raise KosumiError(f"{store.dir.manifest_path}: the teacher "
-                              f"{identity.get('name')} does not play {size}x{size} "
-                              "(positions of that board size)")
+    with TeacherJobs.open(teacher, sizes=store.board_sizes(),
+                          where=f"{store.dir.manifest_path} (positions of that board size)",
+                          caller="label_positions", symmetries=symmetries, threads=threads,
+                          backend=backend, device=device, workers=workers, ray=ray,
+                          teacher_info=teacher_info) as jobs:
+        labels = ShardDir(out, LABELS_FORMAT, create=True)
+        stats = LabelStats(total=len(store), backend=jobs.backend_label)
+        with labels.lock():
+            chunk = _label_chunk_size(labels, chunk_size)
+            writer = _LabelWriter(labels, jobs.identity, allow_mixed_teachers, stats)
+            units = _pending_units(store, labels, chunk, stats)
+            if max_shards is not None:
+                units = units[:max_shards]
+            _label_units(jobs, store, units, writer, batch, progress)
+    return stats
 
-    labels = ShardDir(out, LABELS_FORMAT, create=True)
-    stats = LabelStats(total=len(store), backend=(f"Ray actors, --backend {backend}" if ray
-                                                  else backend_of(evaluator)))
-    with labels.lock():
-        m = labels.manifest
-        m.setdefault("chunk_size", chunk_size or DEFAULT_CHUNK_SIZE)
-        m.setdefault("teachers", [])
-        _check_label_manifest(labels)
-        if chunk_size is not None and chunk_size != m["chunk_size"]:
-            raise KosumiError(f"{labels.manifest_path}: field 'chunk_size' is "
-                              f"{m['chunk_size']}, not the {chunk_size} asked for")
-        chunk = m["chunk_size"]
-        teachers = m["teachers"]
+
+def _label_chunk_size(labels: ShardDir, chunk_size: int | None) -> int:
+    """The folder's chunk size (set from ``chunk_size`` on a new folder)."""
+    m = labels.manifest
+    m.setdefault("chunk_size", chunk_size or DEFAULT_CHUNK_SIZE)
+    m.setdefault("teachers", [])
+    _check_label_manifest(labels)
+    if chunk_size is not None and chunk_size != m["chunk_size"]:
+        raise KosumiError(f"{labels.manifest_path}: field 'chunk_size' is "
+                          f"{m['chunk_size']}, not the {chunk_size} asked for")
+    return int(m["chunk_size"])
+
+
+def _pending_units(store: PositionStore, labels: ShardDir, chunk: int, stats: LabelStats
+                   ) -> list[_Unit]:
+    """The units (chunks of the positions shards) the folder does not have yet, in order."""
+    done = {(s["positions_sha256"], s["chunk"]) for s in labels.shards}
+    units: list[_Unit] = []
+    for i, entry in enumerate(store.shards):
+        for c in range(math.ceil(entry["count"] / chunk)):
+            u = _Unit(i, entry["board_size"], entry["sha256"], entry["file"], c,
+                      c * chunk, min(entry["count"], (c + 1) * chunk))
+            if (u.positions_sha256, u.chunk) in done:
+                stats.already += u.stop - u.start
+            else:
+                units.append(u)
+    return units
+
+
+class _LabelWriter:
+    """Adds finished units to the folder under the teacher's index in its manifest."""
+
+    def __init__(self, labels: ShardDir, identity: dict[str, Any], allow_mixed: bool,
+                 stats: LabelStats) -> None:
+        self.labels, self.identity, self.stats = labels, identity, stats
+        teachers = labels.manifest["teachers"]
         match = [i for i, t in enumerate(teachers) if same_teacher(t, identity)]
         if match:
-            teacher_index = match[0]
+            self.index = match[0]
         else:
-            if teachers and not allow_mixed_teachers:
+            if teachers and not allow_mixed:
                 raise KosumiError(
                     f"{labels.manifest_path}: labelled by teacher {_describe_teacher(teachers[0])}"
                     f", not {_describe_teacher(identity)}; use --allow-mixed-teachers to add "
                     "labels from a different teacher")
-            teacher_index = len(teachers)
+            self.index = len(teachers)
 
-        done = {(s["positions_sha256"], s["chunk"]) for s in labels.shards}
-        units: list[_Unit] = []
-        for i, entry in enumerate(store.shards):
-            for c in range(math.ceil(entry["count"] / chunk)):
-                u = _Unit(i, entry["board_size"], entry["sha256"], entry["file"], c,
-                          c * chunk, min(entry["count"], (c + 1) * chunk))
-                if (u.positions_sha256, u.chunk) in done:
-                    stats.already += u.stop - u.start
-                else:
-                    units.append(u)
-        if max_shards is not None:
-            units = units[:max_shards]
-        todo = sum(u.stop - u.start for u in units)
-
-        def commit(u: _Unit, payload: bytes, has_score: bool, has_own: bool) -> None:
-            if teacher_index == len(teachers):  # the first shard of a new teacher
-                teachers.append(identity)
-                if teacher_index > 0:
-                    m["allow_mixed_teachers"] = True
-            labels.add_shard(u.name, payload, {
-                "count": u.stop - u.start, "board_size": u.board_size,
-                "teacher": teacher_index, "positions_sha256": u.positions_sha256,
-                "positions_file": u.positions_file, "chunk": u.chunk,
-                "has_score_lead": has_score, "has_ownership": has_own,
-            })
-            stats.shards += 1
-            stats.labelled += u.stop - u.start
-
-        from kosumi.progress import progress_bar
-
-        cache: dict[int, list[tuple[int, Position]]] = {}
-
-        def items_of(u: _Unit) -> list[tuple[int, Position]]:
-            if u.entry_index not in cache:
-                cache.clear()
-                cache[u.entry_index] = store.read_shard(store.shards[u.entry_index])
-            return cache[u.entry_index][u.start : u.stop]
-
-        try:
-            with progress_bar(todo, "labelling", unit="pos", enabled=progress) as bar:
-                if ray is not None:
-                    evaluator.close()  # the actors open their own
-                    from kosumi.distill.cluster import run_teacher_units
-
-                    alive = {"text": ""}
-
-                    def on_workers(n: int, total: int) -> None:
-                        alive["text"] = f"{n}/{total} workers"
-                        bar.advance(0, info=alive["text"])
-
-                    def commit_ray(u: _Unit, result: tuple[bytes, bool, bool]) -> None:
-                        commit(u, *result)
-                        bar.advance(u.stop - u.start, info=alive["text"])
-
-                    run_teacher_units(
-                        ray, units, lambda u: (items_of(u), batch), _actor_label, commit_ray,
-                        teacher=teacher, symmetries=symmetries,  # type: ignore[arg-type]
-                        threads=threads, backend=backend, device=device, workers=workers,
-                        teacher_sha256=identity.get("sha256"), on_workers=on_workers)
-                elif workers == 1:
-                    for u in units:
-                        payload, hs, ho = _label_items(evaluator, items_of(u), batch,
-                                                       on_batch=bar.advance)
-                        commit(u, payload, hs, ho)
-                else:
-                    evaluator.close()  # the workers open their own
-                    _run_workers(units, items_of, commit, bar,
-                                 (str(teacher), symmetries, threads, backend, device), batch,
-                                 workers)
-        finally:
-            if is_path and workers == 1 and ray is None:  # the teacher this call opened
-                evaluator.close()
-    return stats
+    def commit(self, u: _Unit, result: tuple[bytes, bool, bool]) -> None:
+        payload, has_score, has_own = result
+        m = self.labels.manifest
+        if self.index == len(m["teachers"]):  # the first shard of a new teacher
+            m["teachers"].append(self.identity)
+            if self.index > 0:
+                m["allow_mixed_teachers"] = True
+        self.labels.add_shard(u.name, payload, {
+            "count": u.stop - u.start, "board_size": u.board_size,
+            "teacher": self.index, "positions_sha256": u.positions_sha256,
+            "positions_file": u.positions_file, "chunk": u.chunk,
+            "has_score_lead": has_score, "has_ownership": has_own,
+        })
+        self.stats.shards += 1
+        self.stats.labelled += u.stop - u.start
 
 
-def _run_workers(units, items_of, commit, bar, teacher_args, batch, workers) -> None:
-    """Label ``units`` in ``workers`` spawned processes, committing as results arrive (at most
-    two units in flight per worker, so memory stays bounded)."""
-    import multiprocessing as mp
-    from collections import deque
+def _label_units(jobs: TeacherJobs, store: PositionStore, units: list[_Unit],
+                 writer: _LabelWriter, batch: int, progress: bool) -> None:
+    """Run the teacher on ``units`` wherever ``jobs`` says, committing them in order."""
+    from kosumi.progress import progress_bar
 
-    ctx = mp.get_context("spawn")
-    with ctx.Pool(workers, initializer=_worker_init,
-                  initargs=teacher_args) as pool:
-        pending: deque = deque()
-        queue = list(units)
-        while queue or pending:
-            while queue and len(pending) < 2 * workers:
-                u = queue.pop(0)
-                pending.append((u, pool.apply_async(_worker_label, (items_of(u), batch))))
-            u, result = pending.popleft()
-            payload, hs, ho = result.get()
-            commit(u, payload, hs, ho)
-            bar.advance(u.stop - u.start)
+    cache: dict[int, list[tuple[int, Position]]] = {}
+
+    def job_of(u: _Unit) -> tuple[list[tuple[int, Position]], int]:
+        if u.entry_index not in cache:  # one positions shard in memory at a time
+            cache.clear()
+            cache[u.entry_index] = store.read_shard(store.shards[u.entry_index])
+        return cache[u.entry_index][u.start : u.stop], batch
+
+    todo = sum(u.stop - u.start for u in units)
+    with progress_bar(todo, "labelling", unit="pos", enabled=progress) as bar:
+        alive = {"text": ""}
+
+        def on_workers(n: int, total: int) -> None:
+            alive["text"] = f"{n}/{total} workers"
+            bar.advance(0, info=alive["text"])
+
+        def commit(u: _Unit, result: tuple[bytes, bool, bool]) -> None:
+            writer.commit(u, result)
+            if not jobs.in_process:  # in this process, the bar moves per batch
+                bar.advance(u.stop - u.start, info=alive["text"])
+
+        def local(teacher: Evaluator, job: tuple[list[tuple[int, Position]], int]
+                  ) -> tuple[bytes, bool, bool]:
+            return _label_items(teacher, job[0], job[1], on_batch=bar.advance)
+
+        jobs.run(units, job_of, _unit_label, commit, local=local, on_workers=on_workers)

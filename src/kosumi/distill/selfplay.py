@@ -26,6 +26,7 @@ the two). A rerun with the same seed but other settings is refused (one line nam
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from kosumi.distill.positions import PositionWriter
+from kosumi.distill.teacher_jobs import TeacherJobs
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState, Rules, default_komi
 from kosumi.go.coords import PASS, RESIGN, check_size
@@ -168,28 +170,8 @@ def save_selfplay_sgf(path: Path, state: GameState, config: SelfPlayConfig, inde
 
 
 # ---------------------------------------------------------------------------- workers
-_WORKER: dict[str, Any] = {}
-
-
-def _worker_init(teacher_path: str, symmetries: int, threads: int, backend: str,
-                 device: str | None, config: SelfPlayConfig, sgf_dir: str,
-                 teacher_name: str) -> None:
-    from kosumi.distill.labels import open_teacher
-
-    _WORKER.update(evaluator=open_teacher(teacher_path, symmetries, threads, backend, device),
-                   config=config, sgf_dir=Path(sgf_dir), name=teacher_name)
-
-
-def _worker_play(index: int) -> tuple[int, list[tuple[int, int]]]:
-    config: SelfPlayConfig = _WORKER["config"]
-    state = play_game(_WORKER["evaluator"], config, index)
-    save_selfplay_sgf(_WORKER["sgf_dir"] / f"{config.game_name(index)}.sgf", state, config,
-                      index, _WORKER["name"])
-    return index, list(state.moves)
-
-
-def _actor_play(evaluator: Evaluator, job: tuple[SelfPlayConfig, int]) -> GameState:
-    """A game on a Ray actor (``distill.cluster``): the driver writes its SGF and positions."""
+def _unit_play(evaluator: Evaluator, job: tuple[SelfPlayConfig, int]) -> GameState:
+    """A game on a worker (``TeacherJobs``): the driver writes its SGF and positions."""
     config, index = job
     return play_game(evaluator, config, index)
 
@@ -224,124 +206,105 @@ def run_selfplay(
     docstring). ``teacher`` is a model file, or an Evaluator (then ``workers`` must be 1).
     ``ray``: play on Ray actors (``distill.cluster``: "local", "auto" or a head's address;
     ``workers`` actors, None = the cluster's CPUs // threads): the same games, written here."""
-    from kosumi.distill.labels import backend_of, open_teacher, teacher_identity
     from kosumi.distill.positions import DEFAULT_SHARD_SIZE
-    from kosumi.go.sgf import load_game
-    from kosumi.progress import progress_bar
 
     config.validate()
     if games < 0:
         raise KosumiError(f"--games must be >= 0, not {games}")
-    if workers is None and ray is None:
-        workers = 1
-    if workers is not None and workers < 1:
-        raise KosumiError(f"--workers must be at least 1, not {workers}")
-    is_path = not isinstance(teacher, Evaluator)
-    if is_path:
-        identity = teacher_identity(teacher, symmetries)  # type: ignore[arg-type]
-    else:
-        if workers != 1 or ray is not None:
-            raise ValueError("run_selfplay: an Evaluator object needs workers=1, no ray")
-        identity = {"name": teacher.name, "format": "evaluator", "sha256": None,  # type: ignore
-                    "symmetries": symmetries}
-    # on Ray the driver only checks the teacher (on its own CPU); the actors run it
-    evaluator: Evaluator = (open_teacher(teacher, symmetries, threads,  # type: ignore[arg-type]
-                                         "auto" if ray else backend, None if ray else device)
-                            if is_path else teacher)  # type: ignore[assignment]
-    if not evaluator.supports_size(config.size):
-        raise KosumiError(f"{teacher if is_path else evaluator.name}: the teacher does not "
-                          f"play {config.size}x{config.size}")
-    if is_path and (workers != 1 or ray is not None):
-        evaluator.close()  # each worker opens its own
-    out = Path(out)
-    sgf_dir = out / SGF_FOLDER
-    stats = SelfPlayStats(backend=f"Ray actors, --backend {backend}" if ray
-                          else backend_of(evaluator))
-    settings = {**config.settings(), "teacher": identity}
+    with TeacherJobs.open(teacher, sizes=[config.size], where=f"--size {config.size}",
+                          caller="run_selfplay", symmetries=symmetries, threads=threads,
+                          backend=backend, device=device, workers=workers, ray=ray) as jobs:
+        stats = SelfPlayStats(backend=jobs.backend_label)
+        out = Path(out)
+        with PositionWriter(out, shard_size=shard_size or DEFAULT_SHARD_SIZE) as writer:
+            _record_settings(writer, config, {**config.settings(), "teacher": jobs.identity})
+            games_out = _SelfPlayGames(writer, out / SGF_FOLDER, config, jobs.identity["name"],
+                                       stats)
+            todo = games_out.recover(games)
+            _play_games(jobs, games_out, todo, games, progress)
+    return stats
 
-    with PositionWriter(out, shard_size=shard_size or DEFAULT_SHARD_SIZE) as writer:
-        manifest = writer.dir.manifest
-        recorded = manifest.setdefault("selfplay", {})
-        old = recorded.get(config.id_prefix)
-        if old is not None:
-            for field_name, value in settings.items():
-                if old.get(field_name) != value:
-                    raise KosumiError(
-                        f"{writer.dir.manifest_path}: field 'selfplay.{config.id_prefix}."
-                        f"{field_name}' is {old.get(field_name)!r}, not {value!r} (continue "
-                        "with the same settings, or use another --seed or --out)")
-        else:
-            recorded[config.id_prefix] = settings
-            writer.dir.save_manifest()
+
+def _record_settings(writer: PositionWriter, config: SelfPlayConfig,
+                     settings: dict[str, Any]) -> None:
+    """Record the run's settings under its seed, or check them against those recorded."""
+    recorded = writer.dir.manifest.setdefault("selfplay", {})
+    old = recorded.get(config.id_prefix)
+    if old is None:
+        recorded[config.id_prefix] = settings
+        writer.dir.save_manifest()
+        return
+    for field_name, value in settings.items():
+        if old.get(field_name) != value:
+            raise KosumiError(
+                f"{writer.dir.manifest_path}: field 'selfplay.{config.id_prefix}."
+                f"{field_name}' is {old.get(field_name)!r}, not {value!r} (continue "
+                "with the same settings, or use another --seed or --out)")
+
+
+class _SelfPlayGames:
+    """The games of one seed in a positions folder: each as an SGF, then its positions."""
+
+    def __init__(self, writer: PositionWriter, sgf_dir: Path, config: SelfPlayConfig,
+                 teacher_name: str, stats: SelfPlayStats) -> None:
+        self.writer, self.sgf_dir, self.config = writer, sgf_dir, config
+        self.teacher_name, self.stats = teacher_name, stats
+        self.start = GameState(config.size, config.komi, config.rules)
         try:
             sgf_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise KosumiError(f"{sgf_dir}: cannot create ({e.strerror or e})") from None
 
-        done = writer.done_games(config.id_prefix)
-        stats.games_before = len([i for i in done if i < games])
-        start = GameState(config.size, config.komi, config.rules)
+    def sgf_path(self, index: int) -> Path:
+        return self.sgf_dir / f"{self.config.game_name(index)}.sgf"
 
-        def store(index: int, moves) -> None:
-            before = writer.stats.added, writer.stats.duplicates
-            writer.add_game(start, moves, f"selfplay:{config.game_name(index)}",
-                            game_id=(config.id_prefix, index))
-            stats.positions_added += writer.stats.added - before[0]
-            stats.duplicates += writer.stats.duplicates - before[1]
+    def store(self, index: int, moves: Sequence[tuple[int, int]]) -> None:
+        w = self.writer
+        before = w.stats.added, w.stats.duplicates
+        w.add_game(self.start, moves, f"selfplay:{self.config.game_name(index)}",
+                   game_id=(self.config.id_prefix, index))
+        self.stats.positions_added += w.stats.added - before[0]
+        self.stats.duplicates += w.stats.duplicates - before[1]
 
+    def finish(self, index: int, state: GameState) -> None:
+        """A game just played: its SGF, then its positions."""
+        save_selfplay_sgf(self.sgf_path(index), state, self.config, index, self.teacher_name)
+        self.store(index, state.moves)
+        self.stats.games_played += 1
+
+    def recover(self, games: int) -> list[int]:
+        """Store the positions of games that have an SGF but none yet (a run killed between
+        the two); the indices still to play."""
+        from kosumi.go.sgf import load_game
+
+        done = self.writer.done_games(self.config.id_prefix)
+        self.stats.games_before = len([i for i in done if i < games])
         todo = []
         for index in range(games):
             if index in done:
                 continue
-            path = sgf_dir / f"{config.game_name(index)}.sgf"
+            path = self.sgf_path(index)
             if path.exists():  # finished, but killed before its positions were stored
-                record = load_game(path, config.rules)
-                store(index, record.moves)
-                stats.games_recovered += 1
+                self.store(index, load_game(path, self.config.rules).moves)
+                self.stats.games_recovered += 1
             else:
                 todo.append(index)
+        return todo
 
-        with progress_bar(games, "self-play", unit="games", enabled=progress,
-                          completed=games - len(todo)) as bar:
-            def finished(index: int, moves) -> None:
-                store(index, moves)
-                stats.games_played += 1
-                bar.advance(1, info=f"{stats.positions_added:,} positions")
 
-            if not todo:
-                pass
-            elif ray is not None:
-                from kosumi.distill.cluster import run_teacher_units
+def _play_games(jobs: TeacherJobs, games_out: _SelfPlayGames, todo: list[int], games: int,
+                progress: bool) -> None:
+    from kosumi.progress import progress_bar
 
-                def played(index: int, state: GameState) -> None:
-                    save_selfplay_sgf(sgf_dir / f"{config.game_name(index)}.sgf", state,
-                                      config, index, identity["name"])
-                    finished(index, state.moves)
+    stats = games_out.stats
+    with progress_bar(games, "self-play", unit="games", enabled=progress,
+                      completed=games - len(todo)) as bar:
+        def played(index: int, state: GameState) -> None:
+            games_out.finish(index, state)
+            bar.advance(1, info=f"{stats.positions_added:,} positions")
 
-                def on_workers(n: int, total: int) -> None:
-                    bar.advance(0, info=f"{stats.positions_added:,} positions, {n}/{total} "
-                                "workers")
+        def on_workers(n: int, total: int) -> None:
+            bar.advance(0, info=f"{stats.positions_added:,} positions, {n}/{total} workers")
 
-                run_teacher_units(
-                    ray, todo, lambda i: (config, i), _actor_play, played,
-                    teacher=teacher, symmetries=symmetries,  # type: ignore[arg-type]
-                    threads=threads, backend=backend, device=device, workers=workers,
-                    teacher_sha256=identity.get("sha256"), on_workers=on_workers)
-            elif workers == 1:
-                for index in todo:
-                    state = play_game(evaluator, config, index)
-                    save_selfplay_sgf(sgf_dir / f"{config.game_name(index)}.sgf", state,
-                                      config, index, identity["name"])
-                    finished(index, state.moves)
-            else:
-                import multiprocessing as mp
-
-                ctx = mp.get_context("spawn")
-                init = (str(teacher), symmetries, threads, backend, device, config,
-                        str(sgf_dir), identity["name"])
-                with ctx.Pool(workers, initializer=_worker_init, initargs=init) as pool:
-                    for index, moves in pool.imap(_worker_play, todo):  # in order: reproducible
-                        finished(index, moves)
-    if is_path and workers == 1 and ray is None:
-        evaluator.close()
-    return stats
+        jobs.run(todo, lambda i: (games_out.config, i), _unit_play, played,
+                 on_workers=on_workers)

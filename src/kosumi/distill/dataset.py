@@ -336,46 +336,31 @@ def _check_record(rec: Any, n: int, where: str) -> tuple[np.ndarray, np.ndarray]
     return policy / np.float32(total), value / np.float32(vt)
 
 
-def encode_records(records: Iterable[Any], feature_set: str, board_size: int,
-                   progress: ProgressFn | None = None, total: int | None = None,
-                   where: str = "labels") -> SizeData:
-    """Encode label records of one board size for ``feature_set`` (see the module docstring).
+def _check_label(rec: Any, n: int, label: str
+                 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray | None]:
+    """Validated (policy, value, score lead or NaN, clipped ownership or None) of a record."""
+    pos = rec.position
+    if pos.board_size != n:
+        raise KosumiError(f"{label}: board size {pos.board_size}, expected {n}")
+    pol, val = _check_record(rec, n, label)
+    score = rec.score_lead
+    if score is not None and not math.isfinite(float(score)):
+        raise KosumiError(f"{label}: score_lead is not finite")
+    own = rec.ownership
+    if own is not None:
+        own = np.asarray(own, dtype=np.float32).reshape(-1)
+        if own.shape[0] != n * n or not np.isfinite(own).all():
+            raise KosumiError(f"{label}: ownership must be {n * n} finite values")
+        own = np.clip(own, -1.0, 1.0)
+    return pol, val, float("nan") if score is None else float(score), own
 
-    ``where`` names the label store in error messages; ``progress(done, total)`` is called as
-    positions are encoded.
-    """
-    fs = get_feature_set(feature_set)
-    n = board_size
-    nn = n * n
-    positions: list[Any] = []
-    policies: list[np.ndarray] = []
-    values: list[np.ndarray] = []
-    scores: list[float] = []
-    owners: list[np.ndarray | None] = []
-    for k, rec in enumerate(records):
-        pos = rec.position
-        label = f"{where}: record {k}" + (f" ({pos.source})" if getattr(pos, "source", "") else "")
-        if pos.board_size != n:
-            raise KosumiError(f"{label}: board size {pos.board_size}, expected {n}")
-        pol, val = _check_record(rec, n, label)
-        score = rec.score_lead
-        if score is not None and not math.isfinite(float(score)):
-            raise KosumiError(f"{label}: score_lead is not finite")
-        own = rec.ownership
-        if own is not None:
-            own = np.asarray(own, dtype=np.float32).reshape(-1)
-            if own.shape[0] != nn or not np.isfinite(own).all():
-                raise KosumiError(f"{label}: ownership must be {nn} finite values")
-            own = np.clip(own, -1.0, 1.0)
-        positions.append(pos)
-        policies.append(pol)
-        values.append(val)
-        scores.append(float("nan") if score is None else float(score))
-        owners.append(own)
+
+def _encode_positions(fs: Any, positions: list[Any], n: int, progress: ProgressFn | None,
+                      total: int) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
+    """The input planes and globals of ``positions`` (replayed in prefix order, encoded in
+    chunks of ENCODE_CHUNK) and each one's game: its source, or for positions without one
+    the prefix chain it was replayed in."""
     m = len(positions)
-    if total is None:
-        total = m
-
     planes = np.zeros((m, fs.num_planes, n, n), dtype=np.uint8)
     glob = np.zeros((m, fs.num_globals), dtype=np.float32) if fs.num_globals else None
     chunk_idx: list[int] = []
@@ -398,7 +383,6 @@ def encode_records(records: Iterable[Any], feature_set: str, board_size: int,
         if progress is not None:
             progress(done, total)
 
-    # games: the source of each position, or prefix chains in replay order when there is none
     game_of = [_game_key(p, n) for p in positions]
     chain, prev_moves, prev_root = 0, None, None
     for i, state in replay_positions(positions):
@@ -417,22 +401,44 @@ def encode_records(records: Iterable[Any], feature_set: str, board_size: int,
         if len(chunk_idx) >= ENCODE_CHUNK:
             flush()
     flush()
+    return planes, glob, game_of
 
+
+def encode_records(records: Iterable[Any], feature_set: str, board_size: int,
+                   progress: ProgressFn | None = None, total: int | None = None,
+                   where: str = "labels") -> SizeData:
+    """Encode label records of one board size for ``feature_set`` (see the module docstring).
+
+    ``where`` names the label store in error messages; ``progress(done, total)`` is called as
+    positions are encoded.
+    """
+    n = board_size
+    nn = n * n
+    positions: list[Any] = []
+    checked = []
+    for k, rec in enumerate(records):
+        pos = rec.position
+        label = f"{where}: record {k}" + (f" ({pos.source})" if getattr(pos, "source", "") else "")
+        checked.append(_check_label(rec, n, label))
+        positions.append(pos)
+    m = len(positions)
+    planes, glob, game_of = _encode_positions(get_feature_set(feature_set), positions, n,
+                                              progress, m if total is None else total)
     keys, game = np.unique(np.array(game_of, dtype=str), return_inverse=True) if m else (
         np.array([], dtype=str), np.zeros(0, dtype=np.int64))
-    score_arr = np.array(scores, dtype=np.float32)
+    score_arr = np.array([c[2] for c in checked], dtype=np.float32)
     has_score = np.isfinite(score_arr)
-    has_own = np.array([o is not None for o in owners], dtype=bool)
+    has_own = np.array([c[3] is not None for c in checked], dtype=bool)
     ownership = np.zeros((m, nn), dtype=np.float32)
-    for i, o in enumerate(owners):
-        if o is not None:
-            ownership[i] = o
+    for i, c in enumerate(checked):
+        if c[3] is not None:
+            ownership[i] = c[3]
     return SizeData(
         board_size=n,
         planes=planes,
         globals=glob,
-        policy=np.stack(policies) if m else np.zeros((0, nn + 1), np.float32),
-        value=np.stack(values) if m else np.zeros((0, 3), np.float32),
+        policy=np.stack([c[0] for c in checked]) if m else np.zeros((0, nn + 1), np.float32),
+        value=np.stack([c[1] for c in checked]) if m else np.zeros((0, 3), np.float32),
         score=np.where(has_score, score_arr, 0.0).astype(np.float32),
         has_score=has_score,
         ownership=ownership,

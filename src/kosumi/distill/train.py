@@ -106,6 +106,7 @@ from kosumi.distill.train_state import (
     DistillResult,
     RunPaths,
     TeacherFilter,
+    check_length_options,
     check_options,
     check_resume,
     check_teacher,
@@ -238,6 +239,7 @@ def _param_groups(net: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------- the run
+
 def _open_store(options: DistillOptions, store: Any | None) -> Any:
     if store is not None:
         return store
@@ -296,19 +298,34 @@ class _Run:
 
     # ------------------------------------------------------------------ setup
     def _prepare(self) -> None:
-        o, paths = self.o, self.paths
-        if o.steps is not None and o.epochs is not None:
-            raise KosumiError("give --steps or --epochs, not both")
-        if o.steps is not None and o.steps < 1:
-            raise KosumiError(f"--steps must be at least 1, not {o.steps}")
-        if o.epochs is not None and not o.epochs > 0:
-            raise KosumiError(f"--epochs must be > 0, not {o.epochs}")
+        check_length_options(self.o)
         self.saved: dict[str, Any] | None = None
         self.saved_tensors: dict[str, torch.Tensor] = {}
         self.init_net, self.init_identity = None, None
-        if o.init is not None:
-            o, self.init_net, self.init_identity = read_init(o)
-            self.o = o
+        if self.o.init is not None:
+            self.o, self.init_net, self.init_identity = read_init(self.o)
+        self._check_out()
+        o = self.o
+        self.teacher, teacher_index = check_teacher(o.teacher, self.store)
+        source = self.store if teacher_index is None else TeacherFilter(self.store, teacher_index)
+        features, sizes = self._features_and_sizes(sorted(source.board_sizes()))
+        self._encode(source, teacher_index, features, sizes)
+        self.settings = (dict(self.saved["settings"]) if self.saved is not None
+                         else new_settings(o, self.dataset, sizes))
+        s = self.settings
+        self.train_idx, self.val_idx = split_by_game(self.dataset, s["val_fraction"], s["seed"])
+        self.plan = BatchPlan({n: len(i) for n, i in self.train_idx.items()}, s["batch"], s["seed"])
+        if s["batch"] < self.ctx.world_size:
+            raise KosumiError(f"--batch {s['batch']} is smaller than the {self.ctx.world_size} "
+                              "processes")
+        self.total = self._total_steps()
+        if s["warmup"] is None:
+            s["warmup"] = default_warmup(self.total)
+        self.start = int(self.saved["step"]) if self.saved is not None else 0
+
+    def _check_out(self) -> None:
+        """Read the saved state on --resume; refuse to overwrite a run otherwise."""
+        o, paths = self.o, self.paths
         if o.resume:
             self.saved, self.saved_tensors = read_training_state(paths.state)
             check_resume(o, self.saved["settings"], paths.state)
@@ -320,13 +337,12 @@ class _Run:
         if str(folder) and not folder.is_dir():
             raise KosumiError(f"--out {paths.checkpoint}: folder {folder} does not exist")
 
-        self.teacher, teacher_index = check_teacher(o.teacher, self.store)
-        source = self.store if teacher_index is None else TeacherFilter(self.store, teacher_index)
-        label_sizes = sorted(source.board_sizes())
+    def _features_and_sizes(self, label_sizes: list[int]) -> tuple[str, list[int]]:
+        """The student's feature set and board sizes (the saved run's on --resume)."""
+        o = self.o
         if self.saved is not None:
             settings = dict(self.saved["settings"])
-            sizes = list(settings["board_sizes"])
-            features = settings["features"]
+            sizes, features = list(settings["board_sizes"]), settings["features"]
         else:
             head = o.head or DEFAULTS["head"]
             features = o.features or DEFAULTS["features"]
@@ -337,14 +353,18 @@ class _Run:
         if skipped:
             self.log(f"note: the student does not play {', '.join(f'{n}x{n}' for n in skipped)}; "
                      "those labels are not used")
+        return features, sizes
 
-        # encode (or read the cache): local rank 0 of each machine first, the others after it
+    def _encode(self, source: Any, teacher_index: int | None, features: str,
+                sizes: list[int]) -> None:
+        """Encode the labels (or read the cache): local rank 0 of each machine first, the
+        others after it."""
         chash = self.store.content_hash()  # of the manifest it read
         if teacher_index is not None:
             chash = f"{chash[:48]}t{teacher_index:015d}"
         if self.saved is not None and self.saved["data"]["content_hash"] != chash:
-            raise KosumiError(f"--resume: the labels in {o.data} are not those the run in "
-                              f"{paths.state} was trained on (content hash differs)")
+            raise KosumiError(f"--resume: the labels in {self.o.data} are not those the run in "
+                              f"{self.paths.state} was trained on (content hash differs)")
         if self.ctx.local_rank == 0:
             self.dataset = self._load(source, features, sizes, chash)
         self.ctx.barrier()
@@ -352,27 +372,17 @@ class _Run:
             self.dataset = self._load(source, features, sizes, chash)
         for n in sizes:
             if len(self.dataset.sizes[n]) == 0:
-                raise KosumiError(f"{o.data}: no {n}x{n} positions to train on")
+                raise KosumiError(f"{self.o.data}: no {n}x{n} positions to train on")
 
-        self.settings = settings if self.saved is not None else new_settings(o, self.dataset, sizes)
-        s = self.settings
-        self.train_idx, self.val_idx = split_by_game(self.dataset, s["val_fraction"], s["seed"])
-        self.plan = BatchPlan({n: len(i) for n, i in self.train_idx.items()}, s["batch"], s["seed"])
-        if s["batch"] < self.ctx.world_size:
-            raise KosumiError(f"--batch {s['batch']} is smaller than the {self.ctx.world_size} "
-                              "processes")
+    def _total_steps(self) -> int:
+        o = self.o
         if o.steps is not None:
-            total = o.steps
-        elif o.epochs is not None:
-            total = max(1, math.ceil(o.epochs * self.plan.batches_per_epoch))
-        elif self.saved is not None:
-            total = int(self.saved["total_steps"])
-        else:
-            total = self.plan.batches_per_epoch
-        self.total = total
-        if s["warmup"] is None:
-            s["warmup"] = default_warmup(total)
-        self.start = int(self.saved["step"]) if self.saved is not None else 0
+            return o.steps
+        if o.epochs is not None:
+            return max(1, math.ceil(o.epochs * self.plan.batches_per_epoch))
+        if self.saved is not None:
+            return int(self.saved["total_steps"])
+        return self.plan.batches_per_epoch
 
     def _load(self, source: Any, features: str, sizes: list[int], chash: str) -> DistillDataset:
         from kosumi.progress import progress_bar

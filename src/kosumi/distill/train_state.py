@@ -266,6 +266,16 @@ def new_settings(options: DistillOptions, dataset: DistillDataset, sizes: list[i
     return s
 
 
+def check_length_options(o: DistillOptions) -> None:
+    """--steps and --epochs: at most one, each in range."""
+    if o.steps is not None and o.epochs is not None:
+        raise KosumiError("give --steps or --epochs, not both")
+    if o.steps is not None and o.steps < 1:
+        raise KosumiError(f"--steps must be at least 1, not {o.steps}")
+    if o.epochs is not None and not o.epochs > 0:
+        raise KosumiError(f"--epochs must be > 0, not {o.epochs}")
+
+
 def check_options(options: DistillOptions, sizes: list[int]) -> None:
     """Cheap checks of a fresh run's options, before any label is encoded."""
     o = options

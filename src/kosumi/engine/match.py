@@ -220,59 +220,15 @@ def _play_game(
     started = time.monotonic()
     state = GameState(size, komi)
     forfeit: Forfeit | None = None
-    end = END_PASSES
     winner: int | None = None
-    result = ""
     try:
         for color in (BLACK, WHITE):
             _setup_engine(players[color], color, size, komi, move_timeout)
-        while True:
-            if state.passes >= 2:
-                end = END_PASSES
-                break
-            if len(state.moves) >= max_moves:
-                end = END_MAX_MOVES
-                break
-            color = state.to_move
-            other = 3 - color
-            mover = players[color]
-            cmd = f"genmove {_GTP_COLOR[color]}"
-            try:
-                reply = mover.send(cmd, move_timeout)
-            except EngineError as e:
-                raise _engine_failure(color, mover, cmd, e) from None
-            text = reply.strip()
-            try:
-                p = vertex_to_point(text, size)
-            except ValueError:
-                raise _ForfeitSignal(color, F_ILLEGAL,
-                                     f"{mover.label}: unparsable move {text!r}") from None
-            if p == RESIGN:
-                end, winner = END_RESIGN, other
-                result = f"{_LETTER[other]}+R"
-                break
-            try:
-                state.play(p, color)
-            except IllegalMove as e:
-                raise _ForfeitSignal(color, F_ILLEGAL, f"{mover.label}: {e}") from None
-            vertex = "pass" if p == PASS else point_to_vertex(p, size)
-            cmd = f"play {_GTP_COLOR[color]} {vertex}"
-            try:
-                players[other].send(cmd, move_timeout)
-            except GTPError as e:
-                raise _ForfeitSignal(other, F_REJECTED,
-                                     f"{players[other].label} rejected the legal move "
-                                     f"{vertex}: {e.message}") from None
-            except EngineError as e:
-                raise _engine_failure(other, players[other], cmd, e) from None
-            if state.repetitions() >= 2:
-                end, result = END_CYCLE, "Void"
-                break
+        end, winner, result = _play_moves(players, state, move_timeout, max_moves)
     except _ForfeitSignal as f:
         forfeit = f.forfeit
         end = END_FORFEIT
-        loser = BLACK if forfeit.color == "B" else WHITE
-        winner = 3 - loser
+        winner = 3 - (BLACK if forfeit.color == "B" else WHITE)
         result = f"{_LETTER[winner]}+F"
         log.warning("game %d: %s forfeits (%s): %s", index, forfeit.color, forfeit.kind,
                     forfeit.detail)
@@ -290,24 +246,7 @@ def _play_game(
         forfeit=forfeit,
     )
     if end in (END_PASSES, END_MAX_MOVES):
-        scored = _referee_score(state, referee, referee_timeout)
-        game.score = scored.score
-        game.dead = sorted(point_to_vertex(p, size) for p in scored.dead)
-        game.result = format_result(scored.score)
-        game.winner = None if scored.score == 0 else ("B" if scored.score > 0 else "W")
-        game.referee_result = scored.referee_result
-        game.notes.extend(scored.notes)
-        if scored.referee_result is not None:
-            try:
-                agrees = abs(parse_score(scored.referee_result) - scored.score) < 1e-6
-            except ValueError:
-                agrees = False
-            game.referee_agrees = agrees
-            if not agrees:
-                note = (f"score disagreement: kosumi {game.result} (dead: "
-                        f"{' '.join(game.dead) or 'none'}), referee {scored.referee_result}")
-                game.notes.append(note)
-                log.warning("game %d: %s", index, note)
+        _score_game(game, state, referee, referee_timeout)
         if end == END_MAX_MOVES:
             game.notes.append(f"stopped after {max_moves} moves and scored")
     elif end == END_CYCLE:
@@ -316,6 +255,82 @@ def _play_game(
     game.seconds = round(time.monotonic() - started, 3)
     return game, state
 
+
+def _play_moves(players: dict[int, _Player], state: GameState, move_timeout: float,
+                max_moves: int) -> tuple[str, int | None, str]:
+    """Play until two passes, a resignation, a cycle or ``max_moves``: (end, winner, result);
+    _ForfeitSignal on an illegal or rejected move."""
+    while True:
+        if state.passes >= 2:
+            return END_PASSES, None, ""
+        if len(state.moves) >= max_moves:
+            return END_MAX_MOVES, None, ""
+        color = state.to_move
+        p = _genmove(players[color], color, state, move_timeout)
+        if p == RESIGN:
+            other = 3 - color
+            return END_RESIGN, other, f"{_LETTER[other]}+R"
+        try:
+            state.play(p, color)
+        except IllegalMove as e:
+            raise _ForfeitSignal(color, F_ILLEGAL, f"{players[color].label}: {e}") from None
+        _tell(players[3 - color], 3 - color, color, p, state.size, move_timeout)
+        if state.repetitions() >= 2:
+            return END_CYCLE, None, "Void"
+
+
+def _genmove(mover: _Player, color: int, state: GameState, move_timeout: float) -> int:
+    """The point ``mover`` plays (or PASS/RESIGN); _ForfeitSignal on an unparsable reply."""
+    cmd = f"genmove {_GTP_COLOR[color]}"
+    try:
+        reply = mover.send(cmd, move_timeout)
+    except EngineError as e:
+        raise _engine_failure(color, mover, cmd, e) from None
+    text = reply.strip()
+    try:
+        return vertex_to_point(text, state.size)
+    except ValueError:
+        raise _ForfeitSignal(color, F_ILLEGAL,
+                             f"{mover.label}: unparsable move {text!r}") from None
+
+
+def _tell(listener: _Player, listener_color: int, color: int, p: int, size: int,
+          move_timeout: float) -> None:
+    """Tell the other engine the move just played; _ForfeitSignal if it rejects it."""
+    vertex = "pass" if p == PASS else point_to_vertex(p, size)
+    cmd = f"play {_GTP_COLOR[color]} {vertex}"
+    try:
+        listener.send(cmd, move_timeout)
+    except GTPError as e:
+        raise _ForfeitSignal(listener_color, F_REJECTED,
+                             f"{listener.label} rejected the legal move "
+                             f"{vertex}: {e.message}") from None
+    except EngineError as e:
+        raise _engine_failure(listener_color, listener, cmd, e) from None
+
+
+def _score_game(game: GameResult, state: GameState, referee: _Player | None,
+                referee_timeout: float) -> None:
+    """Score a finished game (kosumi's dead stones, the referee's opinion beside it)."""
+    scored = _referee_score(state, referee, referee_timeout)
+    game.score = scored.score
+    game.dead = sorted(point_to_vertex(p, state.size) for p in scored.dead)
+    game.result = format_result(scored.score)
+    game.winner = None if scored.score == 0 else ("B" if scored.score > 0 else "W")
+    game.referee_result = scored.referee_result
+    game.notes.extend(scored.notes)
+    if scored.referee_result is None:
+        return
+    try:
+        agrees = abs(parse_score(scored.referee_result) - scored.score) < 1e-6
+    except ValueError:
+        agrees = False
+    game.referee_agrees = agrees
+    if not agrees:
+        note = (f"score disagreement: kosumi {game.result} (dead: "
+                f"{' '.join(game.dead) or 'none'}), referee {scored.referee_result}")
+        game.notes.append(note)
+        log.warning("game %d: %s", game.index, note)
 
 def _labels(first: list[str], second: list[str]) -> tuple[str, str]:
     def short(args: list[str]) -> str:
@@ -364,34 +379,10 @@ def play_match(
     first answer of a freshly started engine (model loading). Raises KosumiError for bad options
     or an engine that cannot be started or refuses the board size/komi.
     """
-    if games < 1:
-        raise KosumiError(f"--games must be at least 1 (got {games})")
-    try:
-        size = check_size(size)
-    except ValueError as e:
-        raise KosumiError(f"--size: {e}") from None
-    if komi is None:
-        komi = default_komi(size)
-    if move_timeout <= 0:
-        raise KosumiError(f"--move-timeout must be positive (got {move_timeout:g})")
-    if max_moves is None:
-        max_moves = 3 * size * size
-    if max_moves < 1:
-        raise KosumiError(f"--max-moves must be at least 1 (got {max_moves})")
-    if sprt is not None and not sprt[0] < sprt[1]:
-        raise KosumiError(f"--sprt needs elo0 < elo1 (got {sprt[0]:g},{sprt[1]:g})")
-    try:
-        first_args = split_command(black_cmd)
-        second_args = split_command(white_cmd)
-        referee_args = split_command(referee_cmd) if referee_cmd else None
-    except ValueError as e:
-        raise KosumiError(f"bad engine command: {e}") from None
-    if referee_args and shutil.which(referee_args[0]) is None:
-        raise KosumiError(f"referee program not found: {referee_args[0]} (install GNU Go or "
-                          f"give another referee command)")
-    for args in (first_args, second_args):
-        if shutil.which(args[0]) is None:
-            raise KosumiError(f"engine program not found: {args[0]}")
+    size, komi, max_moves = _check_match_options(games, size, komi, move_timeout, max_moves,
+                                                 sprt)
+    first_args, second_args, referee_args = _engine_commands(black_cmd, white_cmd,
+                                                             referee_cmd)
     if sgf_dir is not None:
         sgf_dir = Path(sgf_dir)
         try:
@@ -426,8 +417,7 @@ def play_match(
             if progress:
                 live_line(console, game, games, first_label)
             if sprt is not None:
-                w, d, l_ = _first_wdl(results)
-                sprt_result = _sprt(w, d, l_, sprt)
+                sprt_result = _sprt(*_first_wdl(results), sprt)
                 if sprt_result.verdict != CONTINUE and i < games:
                     stopped_early = True
                     break
@@ -456,6 +446,47 @@ def play_match(
         print_summary(result, console)
     return result
 
+
+def _check_match_options(games: int, size: int, komi: float | None, move_timeout: float,
+                         max_moves: int | None, sprt: tuple[float, float] | None
+                         ) -> tuple[int, float, int]:
+    """(size, komi, max_moves) with the defaults filled in; KosumiError on a bad option."""
+    if games < 1:
+        raise KosumiError(f"--games must be at least 1 (got {games})")
+    try:
+        size = check_size(size)
+    except ValueError as e:
+        raise KosumiError(f"--size: {e}") from None
+    if komi is None:
+        komi = default_komi(size)
+    if move_timeout <= 0:
+        raise KosumiError(f"--move-timeout must be positive (got {move_timeout:g})")
+    if max_moves is None:
+        max_moves = 3 * size * size
+    if max_moves < 1:
+        raise KosumiError(f"--max-moves must be at least 1 (got {max_moves})")
+    if sprt is not None and not sprt[0] < sprt[1]:
+        raise KosumiError(f"--sprt needs elo0 < elo1 (got {sprt[0]:g},{sprt[1]:g})")
+    return size, komi, max_moves
+
+
+def _engine_commands(black_cmd: str | Sequence[str], white_cmd: str | Sequence[str],
+                     referee_cmd: str | Sequence[str] | None
+                     ) -> tuple[list[str], list[str], list[str] | None]:
+    """The engines' and the referee's argument lists, each program found on PATH."""
+    try:
+        first_args = split_command(black_cmd)
+        second_args = split_command(white_cmd)
+        referee_args = split_command(referee_cmd) if referee_cmd else None
+    except ValueError as e:
+        raise KosumiError(f"bad engine command: {e}") from None
+    if referee_args and shutil.which(referee_args[0]) is None:
+        raise KosumiError(f"referee program not found: {referee_args[0]} (install GNU Go or "
+                          f"give another referee command)")
+    for args in (first_args, second_args):
+        if shutil.which(args[0]) is None:
+            raise KosumiError(f"engine program not found: {args[0]}")
+    return first_args, second_args, referee_args
 
 def _first_wdl(results: list[GameResult]) -> tuple[int, int, int]:
     w = sum(1 for g in results if g.first_won is True)

@@ -25,7 +25,8 @@ Boards are N*N buffers (bytes/bytearray/uint8 numpy) row-major from the top-left
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -56,13 +57,28 @@ def _analyse(b: bytes, size: int, pla: int, suicide_legal: bool
 
     The last list excludes regions already in the second."""
     nb = neighbor_table(size)
-    nn = size * size
-    opp = 3 - pla
+    chain_of, chains = _chains(b, nb, pla)
+    if not chains:
+        return [], [], []
+    regions = _regions(b, nb, pla, chain_of, suicide_legal)
+    killed, bad_region = _benson(chains, regions, nb)
+    alive = [s for cid, stones in enumerate(chains) if not killed[cid] for s in stones]
+    territory: list[list[int]] = []
+    big: list[list[int]] = []
+    for rid, r in enumerate(regions.members):
+        if not bad_region[rid] and (regions.internal[rid] <= 1 or not regions.has_opp[rid]):
+            territory.append(r)
+        elif not regions.has_opp[rid]:
+            big.append(r)
+    return alive, territory, big
 
-    # P chains
-    chain_of = [-1] * nn
+
+def _chains(b: bytes, nb: Sequence[Sequence[int]], pla: int
+            ) -> tuple[list[int], list[list[int]]]:
+    """Each point's chain of ``pla`` (-1 if none) and each chain's stones."""
+    chain_of = [-1] * len(b)
     chains: list[list[int]] = []
-    for p in range(nn):
+    for p in range(len(b)):
         if b[p] == pla and chain_of[p] < 0:
             cid = len(chains)
             stones = [p]
@@ -76,19 +92,30 @@ def _analyse(b: bytes, size: int, pla: int, suicide_legal: bool
                         chain_of[q] = cid
                         stones.append(q)
             chains.append(stones)
-    if not chains:
-        return [], [], []
+    return chain_of, chains
 
-    # regions: seeded at empty points, grown through empty and opponent points
-    region_of = [-1] * nn
-    regions: list[list[int]] = []
-    vital: list[list[int]] = []
-    internal: list[int] = []
-    has_opp: list[bool] = []
-    for p in range(nn):
+
+@dataclass
+class _Regions:
+    """The regions not of ``pla``'s stones: seeded at empty points, grown through empty and
+    opponent points."""
+
+    of: list[int]  # each point's region (-1 for pla's stones)
+    members: list[list[int]] = field(default_factory=list)
+    vital: list[list[int]] = field(default_factory=list)  # the chains each region is vital to
+    internal: list[int] = field(default_factory=list)  # points not next to a pla stone
+    has_opp: list[bool] = field(default_factory=list)  # an opponent stone inside
+
+
+def _regions(b: bytes, nb: Sequence[Sequence[int]], pla: int, chain_of: list[int],
+             suicide_legal: bool) -> _Regions:
+    out = _Regions(of=[-1] * len(b))
+    region_of = out.of
+    opp = 3 - pla
+    for p in range(len(b)):
         if b[p] != EMPTY or region_of[p] >= 0:
             continue
-        rid = len(regions)
+        rid = len(out.members)
         members = [p]
         region_of[p] = rid
         cand = {chain_of[q] for q in nb[p] if chain_of[q] >= 0}
@@ -113,18 +140,23 @@ def _analyse(b: bytes, size: int, pla: int, suicide_legal: bool
                 # vital only to chains next to every (empty) point of the region
                 cand = cand & {chain_of[q] for q in nb[s] if chain_of[q] >= 0} if touches \
                     else set()
-        regions.append(members)
-        vital.append(sorted(cand))
-        internal.append(n_internal)
-        has_opp.append(opp_inside)
+        out.members.append(members)
+        out.vital.append(sorted(cand))
+        out.internal.append(n_internal)
+        out.has_opp.append(opp_inside)
+    return out
 
-    # Benson's iteration
+
+def _benson(chains: list[list[int]], regions: _Regions, nb: Sequence[Sequence[int]]
+            ) -> tuple[list[bool], list[bool]]:
+    """Benson's iteration: remove chains with fewer than two vital regions, and the regions
+    next to them, until nothing changes. (killed chains, bad regions)."""
     count = [0] * len(chains)
-    for v in vital:
+    for v in regions.vital:
         for cid in v:
             count[cid] += 1
     killed = [False] * len(chains)
-    bad_region = [False] * len(regions)
+    bad_region = [False] * len(regions.members)
     changed = True
     while changed:
         changed = False
@@ -135,22 +167,12 @@ def _analyse(b: bytes, size: int, pla: int, suicide_legal: bool
             changed = True
             for s in stones:
                 for q in nb[s]:
-                    rid = region_of[q]
+                    rid = regions.of[q]
                     if rid >= 0 and not bad_region[rid]:
                         bad_region[rid] = True
-                        for c2 in vital[rid]:
+                        for c2 in regions.vital[rid]:
                             count[c2] -= 1
-
-    alive = [s for cid, stones in enumerate(chains) if not killed[cid] for s in stones]
-    territory: list[list[int]] = []
-    big: list[list[int]] = []
-    for rid, members in enumerate(regions):
-        if not bad_region[rid] and (internal[rid] <= 1 or not has_opp[rid]):
-            territory.append(members)
-        elif not has_opp[rid]:
-            big.append(members)
-    return alive, territory, big
-
+    return killed, bad_region
 
 def pass_alive(board, size: int, color: int, suicide_legal: bool = False) -> PassAlive:
     """Benson's analysis of ``color``'s chains (see the module docstring)."""

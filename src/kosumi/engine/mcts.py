@@ -283,13 +283,7 @@ class MCTS:
         if root.terminal or state.is_game_over():
             return SearchResult([], terminal_value(state)[0], 0, 0.0)
         start_visits = root.visits
-        if not root.expanded:
-            ev = self.evaluator.evaluate([root.state])[0]
-            self._expand(root, ev)
-            root.visits = 0
-            if ev.ownership is not None:
-                root.own_sum, root.own_n = ev.ownership.astype(np.float64), 1
-        self._add_noise(root)
+        self._prepare_root(root)
         next_cb = t0 + callback_interval
         batch = max(1, cfg.batch)
         while True:
@@ -300,36 +294,7 @@ class MCTS:
                 break
             if stop is not None and stop.is_set() and root.visits:
                 break
-            want = batch if target <= 0 else max(1, min(batch, target - root.visits))
-            leaves: list[tuple[list[tuple[Node, int]], Node]] = []
-            for _ in range(want):
-                path, leaf = self._descend(root)
-                if leaf is None:
-                    break
-                if leaf.terminal:
-                    self._backup(path, leaf, leaf.value, leaf.score)
-                    continue
-                leaves.append((path, leaf))
-            if leaves:
-                try:
-                    evals = self.evaluator.evaluate([leaf.state for _, leaf in leaves])
-                except BaseException:
-                    for path, _ in leaves:  # as if these playouts had never started
-                        self._revert(path)
-                        parent, i = path[-1]
-                        parent.children[i] = None
-                    raise
-                own_rows: list[np.ndarray] = []
-                own_signs: list[float] = []
-                root_color = root.state.to_move
-                for (path, leaf), ev in zip(leaves, evals, strict=True):
-                    self._expand(leaf, ev)
-                    self._backup(path, leaf, leaf.value, leaf.score)
-                    if ev.ownership is not None:
-                        own_rows.append(ev.ownership)
-                        own_signs.append(1.0 if leaf.state.to_move == root_color else -1.0)
-                if own_rows:  # one matrix product per batch, not one sum per leaf
-                    self._add_ownership(root, own_rows, own_signs)
+            self._playouts(root, batch if target <= 0 else max(1, min(batch, target - root.visits)))
             if callback is not None and time.perf_counter() >= next_cb:
                 callback(self._result(root, t0, start_visits))
                 next_cb = time.perf_counter() + callback_interval
@@ -337,6 +302,50 @@ class MCTS:
         if callback is not None:
             callback(result)
         return result
+
+    def _prepare_root(self, root: Node) -> None:
+        """Expand a fresh root (its evaluation is not a visit) and add the root noise."""
+        if not root.expanded:
+            ev = self.evaluator.evaluate([root.state])[0]
+            self._expand(root, ev)
+            root.visits = 0
+            if ev.ownership is not None:
+                root.own_sum, root.own_n = ev.ownership.astype(np.float64), 1
+        self._add_noise(root)
+
+    def _playouts(self, root: Node, want: int) -> None:
+        """Up to ``want`` playouts: descend (virtual loss keeps them apart), evaluate the new
+        leaves in one batch, expand them and back their values up."""
+        leaves: list[tuple[list[tuple[Node, int]], Node]] = []
+        for _ in range(want):
+            path, leaf = self._descend(root)
+            if leaf is None:
+                break
+            if leaf.terminal:
+                self._backup(path, leaf, leaf.value, leaf.score)
+                continue
+            leaves.append((path, leaf))
+        if not leaves:
+            return
+        try:
+            evals = self.evaluator.evaluate([leaf.state for _, leaf in leaves])
+        except BaseException:
+            for path, _ in leaves:  # as if these playouts had never started
+                self._revert(path)
+                parent, i = path[-1]
+                parent.children[i] = None
+            raise
+        own_rows: list[np.ndarray] = []
+        own_signs: list[float] = []
+        root_color = root.state.to_move
+        for (path, leaf), ev in zip(leaves, evals, strict=True):
+            self._expand(leaf, ev)
+            self._backup(path, leaf, leaf.value, leaf.score)
+            if ev.ownership is not None:
+                own_rows.append(ev.ownership)
+                own_signs.append(1.0 if leaf.state.to_move == root_color else -1.0)
+        if own_rows:  # one matrix product per batch, not one sum per leaf
+            self._add_ownership(root, own_rows, own_signs)
 
     def _pv(self, node: Node | None, limit: int = 20) -> list[int]:
         pv = []

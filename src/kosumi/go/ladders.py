@@ -400,56 +400,61 @@ class LadderBoard:
         """Is the chain at ``loc`` captured with best play, ``defender_turn`` deciding who moves?"""
         if depth >= self.depth_limit - 1:
             return True
+        return self._defend(loc, depth) if defender_turn else self._attack(loc, depth)
+
+    def _attack(self, loc: int, depth: int) -> bool:
+        """The attacker to move: captured if one of its (at most two) fills captures."""
         pla = self.c[loc]
         opp = 3 - pla
-        if not defender_turn:
-            stones, libs = self.chain(loc)
-            n = len(libs)
-            if n <= 1:
-                return True
-            if n >= 3:
-                return False
-            a, b = libs
-            la, lb = self._immediate_libs(a), self._immediate_libs(b)
-            # double-ko death: both liberties are ko mouths the defender cannot profit from
-            if (la == 0 and lb == 0 and self._would_be_ko_capture(a, opp)
-                    and self._would_be_ko_capture(b, opp)
-                    and self._libs_after_play(a, pla, 3) <= 2
-                    and self._libs_after_play(b, pla, 3) <= 2
-                    and not self._has_capture(stones, pla)):
-                return True
-            # after the attacker fills one liberty the defender extends at the other; with >= 3
-            # empty neighbours (besides the filled point) there it escapes, so that fill fails
-            adjacent = a - b in (1, -1, self.w, -self.w)
-            a_escape = la - adjacent >= 3
-            b_escape = lb - adjacent >= 3
-            if a_escape and b_escape:
-                return False
-            if a_escape:
-                moves = [a]  # filling b would let the defender out at a
-            elif b_escape:
-                moves = [b]
-            else:
-                moves = [a, b]
-            if len(moves) == 2:
-                own = set(stones)
-                sa = 2 * la + self._connection_score_x2(a, pla, own, 2)
-                sb = 2 * lb + self._connection_score_x2(b, pla, own, 2)
-                if sb > sa:
-                    moves = [b, a]
-            for m in moves:
-                if not self.is_legal(m, opp):
-                    continue
-                rec = self.play(m, opp)
-                if self.nodes >= NODE_BUDGET:
-                    raise _BudgetExceeded
-                captured = self.search(loc, True, depth + 1)
-                self.undo(m, opp, rec)
-                if captured:
-                    return True
+        stones, libs = self.chain(loc)
+        n = len(libs)
+        if n <= 1:
+            return True
+        if n >= 3:
             return False
+        a, b = libs
+        la, lb = self._immediate_libs(a), self._immediate_libs(b)
+        # double-ko death: both liberties are ko mouths the defender cannot profit from
+        if (la == 0 and lb == 0 and self._would_be_ko_capture(a, opp)
+                and self._would_be_ko_capture(b, opp)
+                and self._libs_after_play(a, pla, 3) <= 2
+                and self._libs_after_play(b, pla, 3) <= 2
+                and not self._has_capture(stones, pla)):
+            return True
+        for m in self._fills(stones, a, b, la, lb, pla):
+            if not self.is_legal(m, opp):
+                continue
+            rec = self.play(m, opp)
+            if self.nodes >= NODE_BUDGET:
+                raise _BudgetExceeded
+            captured = self.search(loc, True, depth + 1)
+            self.undo(m, opp, rec)
+            if captured:
+                return True
+        return False
 
-        # defender to move
+    def _fills(self, stones: list[int], a: int, b: int, la: int, lb: int, pla: int
+               ) -> list[int]:
+        """The liberties worth filling, the more promising first. After the attacker fills
+        one liberty the defender extends at the other; with >= 3 empty neighbours (besides
+        the filled point) there it escapes, so that fill fails."""
+        adjacent = a - b in (1, -1, self.w, -self.w)
+        a_escape = la - adjacent >= 3
+        b_escape = lb - adjacent >= 3
+        if a_escape and b_escape:
+            return []
+        if a_escape:
+            return [a]  # filling b would let the defender out at a
+        if b_escape:
+            return [b]
+        own = set(stones)
+        sa = 2 * la + self._connection_score_x2(a, pla, own, 2)
+        sb = 2 * lb + self._connection_score_x2(b, pla, own, 2)
+        return [b, a] if sb > sa else [a, b]
+
+    def _defend(self, loc: int, depth: int) -> bool:
+        """The defender to move: escaped if one of its captures or extensions escapes."""
+        pla = self.c[loc]
         if self.ko:  # the attacker's last move was a ko capture: assume the defender wins the ko
             return False
         stones, libs = self.chain(loc)

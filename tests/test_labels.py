@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from kosumi.cli import app
 from kosumi.distill.labels import LabelStore, label_positions
-from kosumi.distill.teacher_jobs import open_teacher, teacher_identity
 from kosumi.distill.positions import Position, PositionStore, write_positions
+from kosumi.distill.teacher_jobs import open_teacher, teacher_identity
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.go.coords import PASS

@@ -11,9 +11,9 @@ import torch
 from typer.testing import CliRunner
 
 from kosumi.cli import app
-from kosumi.distill.teacher_jobs import open_teacher
 from kosumi.distill.positions import PositionStore
 from kosumi.distill.selfplay import SelfPlayConfig, play_game, run_selfplay
+from kosumi.distill.teacher_jobs import open_teacher
 from kosumi.errors import KosumiError
 from kosumi.go.coords import PASS
 from kosumi.go.sgf import load_game

@@ -148,6 +148,28 @@ class NetConfig:
     def validate(self) -> None:
         """Check every field; raise KosumiError naming the first bad one."""
         parse_arch(self.arch)
+        self._validate_inputs()
+        self._validate_outputs()
+        if not isinstance(self.provenance, dict):
+            raise KosumiError("config field 'provenance': must be a JSON object")
+        if (not isinstance(self.extra_tensors, list)
+                or not all(isinstance(t, str) and t for t in self.extra_tensors)
+                or len(set(self.extra_tensors)) != len(self.extra_tensors)):
+            raise KosumiError("config field 'extra_tensors': must be a list of distinct names")
+        if not isinstance(self.katago, dict):
+            raise KosumiError("config field 'katago': must be a JSON object")
+        if not isinstance(self.quantization, dict):
+            raise KosumiError("config field 'quantization': must be a JSON object")
+        if self.head == "katago":
+            self._validate_katago()
+        elif self.katago:
+            raise KosumiError(f"config field 'katago': only for the katago head, not "
+                              f"{self.head!r}")
+        if self.head == "lz":
+            self._validate_lz()
+
+    def _validate_inputs(self) -> None:
+        """features, head and board_sizes (sorted and deduplicated here)."""
         from kosumi.nets.features import known_feature_sets  # late: features imports no config
 
         known = known_feature_sets()
@@ -166,6 +188,9 @@ class NetConfig:
             if not MIN_SIZE <= s <= MAX_SIZE:
                 raise KosumiError(f"config field 'board_sizes': size {s} is out of range "
                                   f"{MIN_SIZE}..{MAX_SIZE}")
+
+    def _validate_outputs(self) -> None:
+        """value, score_lead, ownership, the head widths and value_view."""
         if self.value not in VALUE_KINDS:
             raise KosumiError(f"config field 'value': unknown value kind {self.value!r} "
                               f"(use {' or '.join(VALUE_KINDS)})")
@@ -177,38 +202,25 @@ class NetConfig:
             if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_CHANNELS:
                 raise KosumiError(f"config field {name!r}: {v!r} is not an integer in "
                                   f"0..{MAX_CHANNELS}")
-        if not isinstance(self.provenance, dict):
-            raise KosumiError("config field 'provenance': must be a JSON object")
         if self.value_view not in VALUE_VIEWS:
             raise KosumiError(f"config field 'value_view': {self.value_view!r} is not one of "
                               f"{', '.join(VALUE_VIEWS)}")
-        if (not isinstance(self.extra_tensors, list)
-                or not all(isinstance(t, str) and t for t in self.extra_tensors)
-                or len(set(self.extra_tensors)) != len(self.extra_tensors)):
-            raise KosumiError("config field 'extra_tensors': must be a list of distinct names")
-        if not isinstance(self.katago, dict):
-            raise KosumiError("config field 'katago': must be a JSON object")
-        if not isinstance(self.quantization, dict):
-            raise KosumiError("config field 'quantization': must be a JSON object")
-        if self.head == "katago":
-            self._validate_katago()
-        elif self.katago:
-            raise KosumiError(f"config field 'katago': only for the katago head, not "
-                              f"{self.head!r}")
-        if self.head == "lz":
-            if self.board_sizes != [LZ_BOARD_SIZE]:
-                raise KosumiError(f"config field 'board_sizes': the lz head is 19x19 only, got "
-                                  f"{','.join(map(str, self.board_sizes))}")
-            if self.value != "tanh":
-                raise KosumiError("config field 'value': the lz head has a tanh value, not "
-                                  f"{self.value!r}")
-            if self.score_lead or self.ownership:
-                which = "score_lead" if self.score_lead else "ownership"
-                raise KosumiError(f"config field {which!r}: the lz head has no such output")
-            for name in ("policy_channels", "value_channels", "value_hidden"):
-                fixed = {"policy_channels": 2, "value_channels": 1, "value_hidden": 256}[name]
-                if getattr(self, name) not in (0, fixed):
-                    raise KosumiError(f"config field {name!r}: the lz head fixes it to {fixed}")
+
+    def _validate_lz(self) -> None:
+        """Leela Zero's head: 19x19, a tanh value, no score or ownership, fixed widths."""
+        if self.board_sizes != [LZ_BOARD_SIZE]:
+            raise KosumiError(f"config field 'board_sizes': the lz head is 19x19 only, got "
+                              f"{','.join(map(str, self.board_sizes))}")
+        if self.value != "tanh":
+            raise KosumiError("config field 'value': the lz head has a tanh value, not "
+                              f"{self.value!r}")
+        if self.score_lead or self.ownership:
+            which = "score_lead" if self.score_lead else "ownership"
+            raise KosumiError(f"config field {which!r}: the lz head has no such output")
+        for name in ("policy_channels", "value_channels", "value_hidden"):
+            fixed = {"policy_channels": 2, "value_channels": 1, "value_hidden": 256}[name]
+            if getattr(self, name) not in (0, fixed):
+                raise KosumiError(f"config field {name!r}: the lz head fixes it to {fixed}")
 
     def _validate_katago(self) -> None:
         lay = self.katago

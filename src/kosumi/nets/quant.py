@@ -226,42 +226,7 @@ def integer_plan(graph: Graph, layers: dict[str, str]) -> IntegerPlan:
     """Which ops run in integers, which values are quantized, which ReLUs are fused, for a graph
     whose weighted layers are in ``layers`` modes (see the module docstring). The acts the
     scheme must hold are exactly ``plan.quantized``."""
-    consumers: dict[str, list[Node]] = {}
-    for n in graph.nodes:
-        for v in n.inputs:
-            consumers.setdefault(v, []).append(n)
-    int_layers = {name for name, mode in layers.items() if mode == "int8"}
-    fusible = set(WEIGHTED_OPS) | set(INT_OPS)
-
-    def fused_relu(n: Node) -> Node | None:
-        cons = consumers.get(n.output, [])
-        return cons[0] if len(cons) == 1 and cons[0].op == "relu" and n.op in fusible else None
-
-    # pass 1: which ops are integer (in order: an add is integer when an input comes from an
-    # integer op)
-    integer_values: set[str] = set()  # values produced by integer ops (before quantization)
-    steps: list[PlanStep] = []
-    skip: set[int] = set()
-    for n in graph.nodes:
-        if id(n) in skip:
-            continue
-        relu = fused_relu(n)
-        out = relu.output if relu is not None else n.output
-        if n.op in WEIGHTED_OPS:
-            integer = n.name in int_layers
-        elif n.op in INT_OPS:  # the other input, if float, is quantized on the way in
-            integer = any(v in integer_values for v in n.inputs)
-        elif n.op == "flatten":  # a reshape: a quantized value stays quantized, same act
-            integer = n.inputs[0] in integer_values
-        else:  # pools, concat, affine, a ReLU not fused into the op before it: float
-            integer = False
-        if relu is not None and integer:
-            skip.add(id(relu))
-        elif relu is not None:
-            relu, out = None, n.output
-        steps.append(PlanStep(node=n, integer=integer, output=out, fused=relu))
-        if integer:
-            integer_values.add(out)
+    steps = _integer_steps(graph, {name for name, mode in layers.items() if mode == "int8"})
     # pass 2, backwards (every consumer before its producer): which values must exist
     # quantized. A weighted integer layer needs its inputs quantized; an add or a flatten stays
     # integer only when its result is needed quantized, else it runs in float.
@@ -285,6 +250,44 @@ def integer_plan(graph: Graph, layers: dict[str, str]) -> IntegerPlan:
               if st.node.op == "flatten" and st.integer}
     return IntegerPlan(steps=steps, quantized=quantized, shared=shared)
 
+
+def _integer_steps(graph: Graph, int_layers: set[str]) -> list[PlanStep]:
+    """Pass 1, in order: which ops are integer (an add is integer when an input comes from an
+    integer op), with the ReLU each integer op absorbs."""
+    consumers: dict[str, list[Node]] = {}
+    for n in graph.nodes:
+        for v in n.inputs:
+            consumers.setdefault(v, []).append(n)
+    fusible = set(WEIGHTED_OPS) | set(INT_OPS)
+
+    def fused_relu(n: Node) -> Node | None:
+        cons = consumers.get(n.output, [])
+        return cons[0] if len(cons) == 1 and cons[0].op == "relu" and n.op in fusible else None
+
+    integer_values: set[str] = set()  # values produced by integer ops (before quantization)
+    steps: list[PlanStep] = []
+    skip: set[int] = set()
+    for n in graph.nodes:
+        if id(n) in skip:
+            continue
+        relu = fused_relu(n)
+        out = relu.output if relu is not None else n.output
+        if n.op in WEIGHTED_OPS:
+            integer = n.name in int_layers
+        elif n.op in INT_OPS:  # the other input, if float, is quantized on the way in
+            integer = any(v in integer_values for v in n.inputs)
+        elif n.op == "flatten":  # a reshape: a quantized value stays quantized, same act
+            integer = n.inputs[0] in integer_values
+        else:  # pools, concat, affine, a ReLU not fused into the op before it: float
+            integer = False
+        if relu is not None and integer:
+            skip.add(id(relu))
+        elif relu is not None:
+            relu, out = None, n.output
+        steps.append(PlanStep(node=n, integer=integer, output=out, fused=relu))
+        if integer:
+            integer_values.add(out)
+    return steps
 
 def check_int32(name: str, values: np.ndarray, what: str) -> np.ndarray:
     """``values`` as int32, or KosumiError naming the layer when one does not fit."""
@@ -348,35 +351,8 @@ def check_quantized_tensors(config: Any, tensors: dict[str, np.ndarray], source:
     if scheme is None:
         raise KosumiError(f"{source}: not a quantized net")
     graph = inference_graph(config)
-    expected: dict[str, str] = {}
-    if scheme.bits == 16:
-        for n in graph.nodes:
-            if n.op in WEIGHTED_OPS:
-                expected[f"{n.name}.weight"] = expected[f"{n.name}.bias"] = "f"
-            elif n.op == "affine":
-                expected[f"{n.name}.scale"] = expected[f"{n.name}.bias"] = "f"
-    else:
-        plan = integer_plan(graph, scheme.layers)
-        for st in plan.steps:
-            n = st.node
-            if n.op == "affine":
-                expected[f"{n.name}.scale"] = expected[f"{n.name}.bias"] = "f"
-            if n.op not in WEIGHTED_OPS:
-                continue
-            if not st.integer:
-                expected[f"{n.name}.weight"] = expected[f"{n.name}.bias"] = "f"
-                continue
-            expected.update({f"{n.name}.weight": "int8", f"{n.name}.bias": "int32",
-                             f"{n.name}.weight_scale": "f"})
-            if st.requant:
-                expected[f"{n.name}.multiplier"] = expected[f"{n.name}.shift"] = "int32"
-        for v in plan.quantized:
-            if v not in scheme.acts and plan.shared.get(v) not in scheme.acts:
-                raise KosumiError(f"{source}: quantization scheme: activation {v!r} has no scale")
-        for st in plan.steps:
-            if st.integer and st.node.op in INT_OPS and st.node.name not in scheme.adds:
-                raise KosumiError(f"{source}: quantization scheme: add {st.node.name!r} has no "
-                                  "rescales")
+    expected = (_fp16_tensors(graph) if scheme.bits == 16
+                else _int8_tensors(integer_plan(graph, scheme.layers), scheme, source))
     for name, kind in expected.items():
         t = tensors.get(name)
         if t is None:
@@ -388,3 +364,41 @@ def check_quantized_tensors(config: Any, tensors: dict[str, np.ndarray], source:
     extra = sorted(set(tensors) - set(expected))
     if extra:
         raise KosumiError(f"{source}: unexpected tensor {extra[0]!r} (not in the quantized net)")
+
+
+def _fp16_tensors(graph: Graph) -> dict[str, str]:
+    """The tensors (name -> dtype kind) of a 16-bit net: every weight and bias in float."""
+    expected: dict[str, str] = {}
+    for n in graph.nodes:
+        if n.op in WEIGHTED_OPS:
+            expected[f"{n.name}.weight"] = expected[f"{n.name}.bias"] = "f"
+        elif n.op == "affine":
+            expected[f"{n.name}.scale"] = expected[f"{n.name}.bias"] = "f"
+    return expected
+
+
+def _int8_tensors(plan: IntegerPlan, scheme: QuantScheme, source: str) -> dict[str, str]:
+    """The tensors (name -> dtype) of an 8-bit net's plan; KosumiError when the scheme lacks
+    an activation scale or an add's rescales the plan needs."""
+    expected: dict[str, str] = {}
+    for st in plan.steps:
+        n = st.node
+        if n.op == "affine":
+            expected[f"{n.name}.scale"] = expected[f"{n.name}.bias"] = "f"
+        if n.op not in WEIGHTED_OPS:
+            continue
+        if not st.integer:
+            expected[f"{n.name}.weight"] = expected[f"{n.name}.bias"] = "f"
+            continue
+        expected.update({f"{n.name}.weight": "int8", f"{n.name}.bias": "int32",
+                         f"{n.name}.weight_scale": "f"})
+        if st.requant:
+            expected[f"{n.name}.multiplier"] = expected[f"{n.name}.shift"] = "int32"
+    for v in plan.quantized:
+        if v not in scheme.acts and plan.shared.get(v) not in scheme.acts:
+            raise KosumiError(f"{source}: quantization scheme: activation {v!r} has no scale")
+    for st in plan.steps:
+        if st.integer and st.node.op in INT_OPS and st.node.name not in scheme.adds:
+            raise KosumiError(f"{source}: quantization scheme: add {st.node.name!r} has no "
+                              "rescales")
+    return expected

@@ -337,6 +337,45 @@ def empirical_bias_correction(config: NetConfig, folded: dict[str, np.ndarray],
     return out
 
 
+def _calibrate(float_cfg: NetConfig, config: NetConfig, folded: dict[str, np.ndarray],
+               fs: Any, states: list[GameState], options: QuantizeOptions,
+               info: dict[str, Any], say: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Activation statistics of the float net on ``states``; with ``--equalize``, the blocks
+    (and the stream) rescaled first and the statistics collected again."""
+    from kosumi.runtime.numpy_backend import NumpyBackend
+
+    say(f"calibrating on {len(states)} positions")
+    stats = collect_stats(NumpyBackend(float_cfg, folded), fs, states)
+    if not options.equalize:
+        return folded, stats
+    folded, spread = equalize_blocks(config, folded, stats)
+    stream_spread = None
+    if options.stream_balance is not None:
+        folded, stream_spread = equalize_stream(config, folded, stats, options.stream_balance)
+    if spread:
+        info["equalized_blocks"] = {k: round(v, 1) for k, v in spread.items()}
+        if stream_spread is not None:
+            info["equalized_stream"] = round(stream_spread, 1)
+        say(f"equalized {len(spread)} blocks; calibrating again")
+        stats = collect_stats(NumpyBackend(float_cfg, folded), fs, states)
+    return folded, stats
+
+
+def _float_layers(options: QuantizeOptions, rows: list[LayerSensitivity], names: list[str]
+                  ) -> list[str]:
+    """The layers kept in float: chosen by sensitivity (auto), none, or those named."""
+    if options.keep_float == KEEP_FLOAT_AUTO:
+        return choose_float_layers(rows, options.float_budget)
+    if options.keep_float in ("none", None, []):
+        return []
+    keep = list(options.keep_float)  # type: ignore[arg-type]
+    unknown = [k for k in keep if k not in names]
+    if unknown:
+        raise KosumiError(f"--keep-float: no layer {unknown[0]!r} (layers: "
+                          f"{', '.join(names)})")
+    return keep
+
+
 # ---------------------------------------------------------------------------- the whole run
 def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOptions,
                  source: str = "model", progress: Any = None,
@@ -364,20 +403,7 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
     graph = inference_graph(config)
     fs = get_feature_set(config.features)
     float_cfg = replace(config, quantization=QuantScheme(bits=16).to_dict())
-    say(f"calibrating on {len(states)} positions")
-    stats = collect_stats(NumpyBackend(float_cfg, folded), fs, states)
-    if options.equalize:
-        folded, spread = equalize_blocks(config, folded, stats)
-        stream_spread = None
-        if options.stream_balance is not None:
-            folded, stream_spread = equalize_stream(config, folded, stats,
-                                                    options.stream_balance)
-        if spread:
-            info["equalized_blocks"] = {k: round(v, 1) for k, v in spread.items()}
-            if stream_spread is not None:
-                info["equalized_stream"] = round(stream_spread, 1)
-            say(f"equalized {len(spread)} blocks; calibrating again")
-            stats = collect_stats(NumpyBackend(float_cfg, folded), fs, states)
+    folded, stats = _calibrate(float_cfg, config, folded, fs, states, options, info, say)
     means = None
     if options.bias_correction:
         means = {n.name: stats[n.inputs[0]].chan_mean for n in graph.weighted()
@@ -395,16 +421,7 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
     if options.keep_float == KEEP_FLOAT_AUTO or options.sensitivity:
         say(f"sensitivity: {len(names)} layers, one at a time, on {len(judge)} positions")
         rows = sensitivity(config, folded, acts_all, weight_max, batches, means)
-    if options.keep_float == KEEP_FLOAT_AUTO:
-        keep = choose_float_layers(rows, options.float_budget)
-    elif options.keep_float in ("none", None, []):
-        keep = []
-    else:
-        keep = list(options.keep_float)  # type: ignore[arg-type]
-        unknown = [k for k in keep if k not in names]
-        if unknown:
-            raise KosumiError(f"--keep-float: no layer {unknown[0]!r} (layers: "
-                              f"{', '.join(names)})")
+    keep = _float_layers(options, rows, names)
     for r in rows:
         r.kept_float = r.name in keep
     layers = {n: ("float" if n in keep else "int8") for n in names}

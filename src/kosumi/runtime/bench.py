@@ -135,16 +135,37 @@ def run_bench(plan: BenchPlan, progress: bool = False) -> dict[str, Any]:
     """Time every cell of ``plan``; a JSON-able report (``format_bench`` prints it)."""
     from kosumi.runtime.cpu import cpu_capabilities
 
-    cells: list[_Cell] = []
-    skipped: list[str] = []
-    evaluators = []
     pairs: list[tuple[str, str]] = []
     for model in plan.models:
         for b in plan.backends:
             backend = _resolved_backend(model, b, plan)
             if (model, backend) not in pairs:
                 pairs.append((model, backend))
+    skipped: list[str] = []
+    evaluators, opened, cells = _open_cells(plan, pairs, skipped)
+    try:
+        _time_cells(plan, cells, progress)
+    finally:
+        for ev in evaluators:
+            ev.close()
+    memory: dict[tuple[str, str], dict[str, float]] = {}
+    if plan.memory:
+        for model, backend in opened:
+            memory[(model, backend)] = probe_memory(model, backend, plan)
+    rows = [_row(cell, memory.get((cell.model, cell.backend))) for cell in cells]
+    _add_ratios(rows)
+    return {"machine": {"cpu": cpu_capabilities(), "platform": platform.platform(),
+                        **_versions()},
+            "plan": asdict(plan), "rows": rows, "skipped": skipped}
+
+
+def _open_cells(plan: BenchPlan, pairs: list[tuple[str, str]], skipped: list[str]
+                ) -> tuple[list[Any], list[tuple[str, str]], list[_Cell]]:
+    """Open each (model, backend) and encode each (size, batch) cell's inputs; what cannot
+    run is noted in ``skipped`` (or raised when it is the only pair)."""
+    evaluators: list[Any] = []
     opened: list[tuple[str, str]] = []
+    cells: list[_Cell] = []
     for model, backend in pairs:
         try:
             ev = _open(model, backend, plan)
@@ -162,14 +183,18 @@ def run_bench(plan: BenchPlan, progress: bool = False) -> dict[str, Any]:
                     skipped.append(note)
                 continue
             for batch in plan.batches:
-                states = bench_states(size, batch, plan.seed)
-                inputs = ev.features.encode(states)
+                inputs = ev.features.encode(bench_states(size, batch, plan.seed))
                 cells.append(_Cell(model, backend, batch, size, inputs, ev.backend))
+    return evaluators, opened, cells
+
+
+def _time_cells(plan: BenchPlan, cells: list[_Cell], progress: bool) -> None:
+    """Warm every cell up, then time it for ``plan.seconds`` per round, in a rotating order."""
+    from kosumi.progress import progress_bar
+
     for cell in cells:  # warm-up: first-call allocations, lazy initialisation
         for _ in range(WARMUP_CALLS):
             cell.runner.forward(*cell.inputs)
-    from kosumi.progress import progress_bar
-
     with progress_bar(len(cells) * plan.rounds, "bench", unit="cell",
                       enabled=progress) as bar:
         for r in range(plan.rounds):
@@ -184,31 +209,20 @@ def run_bench(plan: BenchPlan, progress: bool = False) -> dict[str, Any]:
                     if t1 >= end:
                         break
                 bar.advance(1, info=f"round {r + 1}/{plan.rounds}")
-    for ev in evaluators:
-        ev.close()
-    memory: dict[tuple[str, str], dict[str, float]] = {}
-    if plan.memory:
-        for model, backend in opened:
-            memory[(model, backend)] = probe_memory(model, backend, plan)
-    rows = []
-    for cell in cells:
-        t = np.array(cell.times)
-        row: dict[str, Any] = {
-            "model": cell.model, "backend": cell.backend, "batch": cell.batch, "size": cell.size,
-            "evals_per_s": round(cell.batch * len(t) / float(t.sum()), 1),
-            "latency_ms_p50": round(float(np.percentile(t, 50)) * 1e3, 3),
-            "latency_ms_p99": round(float(np.percentile(t, 99)) * 1e3, 3),
-            "calls": len(t),
-        }
-        mem = memory.get((cell.model, cell.backend))
-        if mem:
-            row.update(mem)
-        rows.append(row)
-    _add_ratios(rows)
-    return {"machine": {"cpu": cpu_capabilities(), "platform": platform.platform(),
-                        **_versions()},
-            "plan": asdict(plan), "rows": rows, "skipped": skipped}
 
+
+def _row(cell: _Cell, memory: dict[str, float] | None) -> dict[str, Any]:
+    t = np.array(cell.times)
+    row: dict[str, Any] = {
+        "model": cell.model, "backend": cell.backend, "batch": cell.batch, "size": cell.size,
+        "evals_per_s": round(cell.batch * len(t) / float(t.sum()), 1),
+        "latency_ms_p50": round(float(np.percentile(t, 50)) * 1e3, 3),
+        "latency_ms_p99": round(float(np.percentile(t, 99)) * 1e3, 3),
+        "calls": len(t),
+    }
+    if memory:
+        row.update(memory)
+    return row
 
 def _add_ratios(rows: list[dict[str, Any]]) -> None:
     """``x_first``: evals/s over the first backend's for the same model, batch and size."""

@@ -57,6 +57,7 @@ from kosumi.errors import KosumiError
 from kosumi.go.coords import MAX_SIZE, MIN_SIZE
 from kosumi.nets.checkpoint import Checkpoint
 from kosumi.nets.config import NetConfig
+from kosumi.nets.gzipped import GZIP_MAGIC, gunzip
 from kosumi.nets.katago_desc import (
     INPUT_FEATURES,
     SUPPORTED_VERSIONS,
@@ -72,7 +73,6 @@ MAX_DECOMPRESSED_BYTES = 1 << 30  # a real KataGo net is far below this (b40c256
 MAX_CHANNELS = 16384
 MAX_KERNEL = 31
 MAX_BLOCKS = 1024
-_GZIP_MAGIC = b"\x1f\x8b"
 _WHITESPACE = b" \t\n\r\x0b\x0c"
 _NAME_RE = re.compile(rb"[\x21-\x7e]{1,256}")
 
@@ -296,35 +296,6 @@ def _read_block(s: _Stream, version: int, trunk_c: int, widths: dict[str, int]) 
 
 
 # ================================================================================ file level
-def _decompress(raw: bytes, path: str) -> bytes:
-    """gunzip (all members) with a size cap; KosumiError on corrupt or truncated data."""
-    out = []
-    total = 0
-    data = raw
-    while data:
-        d = zlib.decompressobj(wbits=31)
-        try:
-            while True:
-                chunk = d.decompress(data, 1 << 24)
-                total += len(chunk)
-                if total > MAX_DECOMPRESSED_BYTES:
-                    raise KosumiError(f"{path}: invalid KataGo model: decompresses to more than "
-                                      f"{MAX_DECOMPRESSED_BYTES >> 20} MiB")
-                out.append(chunk)
-                data = d.unconsumed_tail
-                if d.eof or not data:
-                    break
-        except zlib.error as e:
-            raise KosumiError(f"{path}: invalid KataGo model: corrupt gzip data ({e})") from None
-        if not d.eof:
-            raise KosumiError(f"{path}: invalid KataGo model: the gzip stream is truncated")
-        data = d.unused_data
-        if data and not data.startswith(_GZIP_MAGIC):
-            if data.strip(b"\x00"):
-                raise KosumiError(f"{path}: invalid KataGo model: trailing garbage after the "
-                                  "gzip stream")
-            break
-    return b"".join(out)
 
 
 def _read_bytes(path: str | os.PathLike) -> tuple[bytes, bool]:
@@ -333,8 +304,8 @@ def _read_bytes(path: str | os.PathLike) -> tuple[bytes, bool]:
             raw = f.read()
     except OSError as e:
         raise KosumiError(f"{path}: cannot read model file ({e.strerror or e})") from None
-    if raw.startswith(_GZIP_MAGIC):
-        return _decompress(raw, str(path)), True
+    if raw.startswith(GZIP_MAGIC):
+        return gunzip(raw, MAX_DECOMPRESSED_BYTES, str(path), "KataGo model"), True
     return raw, False
 
 
@@ -429,7 +400,7 @@ def _head_bytes(path: str | os.PathLike, limit: int = 1024) -> bytes:
             raw = f.read(65536)
     except OSError:
         return b""
-    if not raw.startswith(_GZIP_MAGIC):
+    if not raw.startswith(GZIP_MAGIC):
         return raw[:limit]
     d = zlib.decompressobj(wbits=31)
     try:

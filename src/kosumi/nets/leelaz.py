@@ -63,6 +63,7 @@ import numpy as np
 
 from kosumi.errors import KosumiError
 from kosumi.nets.config import LZ_BOARD_SIZE, MAX_BLOCKS, MAX_CHANNELS, NetConfig
+from kosumi.nets.gzipped import GZIP_MAGIC, gunzip
 
 VERSIONS = (1, 2)
 INPUT_PLANES = 18
@@ -73,7 +74,6 @@ HEAD_LINES = 14
 #: lines of a net with no residual block: version + input conv group (4) + heads (14)
 BASE_LINES = 1 + 4 + HEAD_LINES
 MAX_TEXT_BYTES = 2 << 30  # b40c256 is ~0.6 GB of text; refuse to decompress beyond this
-GZIP_MAGIC = b"\x1f\x8b"
 SNIFF_TEXT_BYTES = 4096
 FLOAT_FORMAT = "%.9g"  # 9 significant digits: every float32 reads back exactly
 #: bytes that may appear on a tensor line (digits, sign, point, exponent, spaces)
@@ -336,29 +336,6 @@ def _check_values(t: np.ndarray, spec: LayerSpec, where: str) -> None:
 
 
 # ---------------------------------------------------------------------------- reading
-def _decompress(raw: bytes, source: str) -> bytes:
-    """gunzip every member of ``raw``; truncation, corruption or trailing garbage -> one line."""
-    parts: list[bytes] = []
-    total = 0
-    data = raw
-    while True:
-        d = zlib.decompressobj(wbits=31)
-        try:
-            chunk = d.decompress(data, MAX_TEXT_BYTES - total + 1)
-        except zlib.error as e:
-            raise KosumiError(f"{source}: corrupted gzip data ({e})") from None
-        total += len(chunk)
-        if total > MAX_TEXT_BYTES:
-            raise KosumiError(f"{source}: decompresses to more than {MAX_TEXT_BYTES >> 30} GiB; "
-                              "not a Leela Zero net")
-        if not d.eof:
-            raise KosumiError(f"{source}: truncated gzip file (the compressed data ends early)")
-        parts.append(chunk)
-        data = d.unused_data
-        if not data.strip(b"\0"):
-            return b"".join(parts)
-        if not data.startswith(GZIP_MAGIC):
-            raise KosumiError(f"{source}: {len(data)} bytes of garbage after the gzip data")
 
 
 def _bad_token(line: bytes) -> bytes:
@@ -400,7 +377,7 @@ def _split_lines(text: bytes) -> list[bytes]:
 def parse_leelaz(data: bytes, source: str = "<memory>") -> LeelaZeroWeights:
     """Parse and validate the bytes of a Leela Zero weights file (plain or gzip)."""
     gzipped = data[:2] == GZIP_MAGIC
-    text = _decompress(data, source) if gzipped else data
+    text = gunzip(data, MAX_TEXT_BYTES, source, "Leela Zero net") if gzipped else data
     lines = _split_lines(text)
     if not lines:
         raise KosumiError(f"{source}: empty file, not a Leela Zero net")

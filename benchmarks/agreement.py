@@ -22,6 +22,7 @@ import numpy as np
 from kosumi.go.board import GameState
 from kosumi.go.coords import WHITE, parse_color, vertex_to_point
 from kosumi.runtime import load_evaluator
+from kosumi.runtime.agreement import kl, raw_nn_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT.parent / "shared" / "reference" / "katago-g170-b6c96" / "raw_nn.jsonl"
@@ -58,13 +59,12 @@ def agreement(model: str, reference: Path, symmetries: int = 1, threads: int = 1
         kls, top1, top5, dwin, dlead, down = [], [], [], [], [], []
         for r, s, e in zip(recs, states, evals, strict=True):
             k = r["katago_raw_nn"]
-            ref = np.array([np.nan if x is None else x for x in k["policy"]] + [k["policyPass"]])
+            ref = raw_nn_policy(k)
             legal = ~np.isnan(ref)
             p = ref[legal] / ref[legal].sum()
             q = np.maximum(e.policy[legal].astype(np.float64), 1e-12)
             q /= q.sum()
-            kls.append(float(np.sum(np.where(p > 0, p * (np.log(np.maximum(p, 1e-30)) - np.log(q)),
-                                             0.0))))
+            kls.append(kl(p, q))
             best = int(np.nanargmax(ref))
             order = np.argsort(-e.policy)
             top1.append(best == int(order[0]))

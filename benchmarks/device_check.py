@@ -84,6 +84,7 @@ def main() -> int:
     from kosumi.export import export_model
     from kosumi.go.coords import WHITE
     from kosumi.runtime import load_evaluator
+    from kosumi.runtime.agreement import kl, raw_nn_policy, same_top_move
     from kosumi.runtime.analyze import position_from_json
 
     records = [json.loads(x) for x in REFERENCE.read_text().splitlines() if x.strip()]
@@ -97,7 +98,7 @@ def main() -> int:
         return out
 
     def compare(ref, got) -> dict:
-        return {"top1": float(np.mean([int(np.argmax(a.policy)) == int(np.argmax(b.policy))
+        return {"top1": float(np.mean([same_top_move(a.policy, b.policy)
                                        for a, b in zip(ref, got, strict=True)])),
                 "max_policy_diff": float(max(np.abs(a.policy - b.policy).max()
                                              for a, b in zip(ref, got, strict=True))),
@@ -148,12 +149,9 @@ def main() -> int:
         kls, top1, dwin, dlead = [], [], [], []
         for r, s, e in zip(records, states, got, strict=True):
             k = r["katago_raw_nn"]
-            p = np.array([np.nan if x is None else x for x in k["policy"]] + [k["policyPass"]])
-            legal = ~np.isnan(p)
-            q, pl = e.policy[legal].astype(np.float64), p[legal]
-            kls.append(float(np.sum(np.where(pl > 0, pl * (np.log(np.maximum(pl, 1e-30))
-                                                           - np.log(np.maximum(q, 1e-30))), 0))))
-            top1.append(int(np.nanargmax(p)) == int(np.argmax(e.policy)))
+            p = raw_nn_policy(k)
+            kls.append(kl(p, e.policy))
+            top1.append(same_top_move(p, e.policy))
             rv = (k["whiteWin"] if s.to_move == WHITE else k["whiteLoss"]) + k["noResult"] / 2
             dwin.append(abs(e.value - rv))
             dlead.append(abs(e.white_view(s.to_move)["whiteLead"] - k["whiteLead"]))

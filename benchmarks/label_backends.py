@@ -27,6 +27,7 @@ from kosumi.distill.labels import LabelStore, label_positions
 from kosumi.distill.positions import Position, write_positions
 from kosumi.go.board import GameState
 from kosumi.go.coords import parse_color, vertex_to_point
+from kosumi.runtime.agreement import kl
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -82,14 +83,12 @@ def main() -> int:
                         "batch": 64, "backends": {}}
         for b in backends:
             other = {r.key: r for r in LabelStore(root / b.replace(" ", "_")).records()}
-            kl = [float(np.sum(a.policy * (np.log(np.maximum(a.policy, 1e-30))
-                                           - np.log(np.maximum(other[k].policy, 1e-30)))))
-                  for k, a in first.items()]
+            kls = [kl(a.policy, other[k].policy) for k, a in first.items()]
             report["backends"][b] = {
                 "labels_per_s": round(count / best[b], 1),
                 f"x_{backends[0]}": round(best[backends[0]] / best[b], 3),
-                f"policy_kl_vs_{backends[0]}_mean": float(f"{np.mean(kl):.3g}"),
-                f"policy_kl_vs_{backends[0]}_max": float(f"{np.max(kl):.3g}"),
+                f"policy_kl_vs_{backends[0]}_mean": float(f"{np.mean(kls):.3g}"),
+                f"policy_kl_vs_{backends[0]}_max": float(f"{np.max(kls):.3g}"),
                 "max_value_diff": float(f"{max(float(np.abs(a.value - other[k].value).max()) for k, a in first.items()):.3g}"),
                 "max_ownership_diff": float(f"{max(float(np.abs(a.ownership - other[k].ownership).max()) for k, a in first.items()):.3g}"),
             }

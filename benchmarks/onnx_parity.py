@@ -27,6 +27,7 @@ from kosumi.export import export_model
 from kosumi.go.board import GameState
 from kosumi.go.coords import WHITE
 from kosumi.runtime import load_evaluator
+from kosumi.runtime.agreement import kl, raw_nn_policy, same_top_move
 from kosumi.runtime.analyze import position_from_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +48,7 @@ def evaluate(ev, states):
 
 
 def against(ref, got) -> dict:
-    top1 = [int(np.argmax(a.policy)) == int(np.argmax(b.policy)) for a, b in zip(ref, got, strict=True)]
+    top1 = [same_top_move(a.policy, b.policy) for a, b in zip(ref, got, strict=True)]
     rel = [float(a.policy[int(np.argmax(b.policy))] / a.policy.max()) for a, b in zip(ref, got, strict=True)]
     return {
         "positions": len(ref),
@@ -90,14 +91,9 @@ def katago_parity(model: Path, records: list[dict], tmp: Path) -> dict:
                 if r["board_size"] != n:
                     continue
                 k = r["katago_raw_nn"]
-                p = np.array([np.nan if x is None else x for x in k["policy"]] + [k["policyPass"]])
-                legal = ~np.isnan(p)
-                q = e.policy[legal].astype(np.float64)
-                pl = p[legal]
-                kls.append(float(np.sum(np.where(pl > 0, pl * (np.log(np.maximum(pl, 1e-30))
-                                                               - np.log(np.maximum(q, 1e-30))),
-                                                 0))))
-                top1.append(int(np.nanargmax(p)) == int(np.argmax(e.policy)))
+                p = raw_nn_policy(k)
+                kls.append(kl(p, e.policy))
+                top1.append(same_top_move(p, e.policy))
                 w = e.white_view(s.to_move)
                 rv = (k["whiteWin"] if s.to_move == WHITE else k["whiteLoss"]) + k["noResult"] / 2
                 dwin.append(abs(e.value - rv))

@@ -38,7 +38,7 @@ from kosumi.nets.onnx import onnx_bytes
 from kosumi.quantize import QuantizeOptions, quantize_model
 from kosumi.quantize.calibration import read_calibration
 from kosumi.runtime import NetEvaluator, load_evaluator
-from kosumi.runtime.agreement import agreement, evaluate_all, kl
+from kosumi.runtime.agreement import agreement, evaluate_all, kl, raw_nn_policy, same_top_move
 from kosumi.runtime.analyze import position_from_json
 from kosumi.runtime.evaluator import same_size_chunks
 from kosumi.runtime.onnxruntime_backend import OnnxRuntimeBackend
@@ -57,9 +57,9 @@ def against_teacher(records, got) -> dict:
         top1, kls = [], []
         for i in idx:
             k = records[i]["katago_raw_nn"]
-            p = np.array([0.0 if x is None else x for x in k["policy"]] + [k["policyPass"]])
-            top1.append(int(np.argmax(p)) == int(np.argmax(got[i].policy)))
-            kls.append(kl(p, got[i].policy.astype(np.float64)))
+            p = raw_nn_policy(k)
+            top1.append(same_top_move(p, got[i].policy))
+            kls.append(kl(p, got[i].policy))
         rows[f"{n}x{n}"] = {"top1": round(float(np.mean(top1)), 4),
                             "policy_kl": round(float(np.mean(kls)), 4)}
     return rows

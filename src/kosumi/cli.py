@@ -128,7 +128,8 @@ def analyze_command(
         elif sgf is not None:
             todo = [position_from_sgf(sgf, move, rules)]
         else:
-            todo = read_queries(positions, rules)  # type: ignore[arg-type]
+            assert positions is not None  # exactly one of the three, checked above
+            todo = read_queries(positions, rules)
         evaluator = load_evaluator(model, backend=backend, threads=threads, cache=False,
                                    symmetries=symmetries, device=device, precision=precision)
         if not as_json:

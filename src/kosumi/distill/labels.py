@@ -191,7 +191,7 @@ def label_states(evaluator: Evaluator, states: Sequence[GameState],
 
 
 # ---------------------------------------------------------------------------- teachers
-def open_teacher(path: str | os.PathLike, symmetries: int = 1, threads: int = 1,
+def open_teacher(path: str | os.PathLike[str], symmetries: int = 1, threads: int = 1,
                  backend: str = "auto", device: str | None = None) -> Evaluator:
     """Open a teacher model file (any format ``kosumi.runtime`` reads, on any backend),
     without a cache."""
@@ -201,7 +201,7 @@ def open_teacher(path: str | os.PathLike, symmetries: int = 1, threads: int = 1,
                         backend=backend, device=device)
 
 
-def teacher_identity(path: str | os.PathLike, symmetries: int = 1) -> dict[str, Any]:
+def teacher_identity(path: str | os.PathLike[str], symmetries: int = 1) -> dict[str, Any]:
     """The identity recorded with labels: file name, format, SHA-256 of the file, symmetries."""
     from kosumi.models import resolve_model
     from kosumi.runtime.loader import detect_format
@@ -249,7 +249,7 @@ class LabelStore:
     (more than one only if mixing was explicitly allowed); ``LabelRecord.teacher`` indexes it.
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]):
         self.dir = ShardDir(path, LABELS_FORMAT)
         self.path = self.dir.path
         _check_label_manifest(self.dir)
@@ -391,9 +391,9 @@ def _actor_label(teacher: Evaluator, job: tuple[list[tuple[int, Position]], int]
 
 
 def label_positions(
-    teacher: str | os.PathLike | Evaluator,
-    positions: str | os.PathLike,
-    out: str | os.PathLike,
+    teacher: str | os.PathLike[str] | Evaluator,
+    positions: str | os.PathLike[str],
+    out: str | os.PathLike[str],
     *,
     teacher_info: dict[str, Any] | None = None,
     symmetries: int = 1,

@@ -124,6 +124,7 @@ def play_game(evaluator: Evaluator, config: SelfPlayConfig, index: int) -> GameS
 
     n = config.size
     rng = np.random.default_rng([int(config.seed) & (2**63 - 1), int(index)])
+    assert config.komi is not None  # SelfPlayConfig fills in the default
     state = GameState(n, config.komi, config.rules)
     mcts = None
     if config.visits:
@@ -206,8 +207,8 @@ class SelfPlayStats:
 
 
 def run_selfplay(
-    teacher: str | os.PathLike | Evaluator,
-    out: str | os.PathLike,
+    teacher: str | os.PathLike[str] | Evaluator,
+    out: str | os.PathLike[str],
     games: int,
     config: SelfPlayConfig,
     *,
@@ -280,6 +281,7 @@ def run_selfplay(
 
         done = writer.done_games(config.id_prefix)
         stats.games_before = len([i for i in done if i < games])
+        assert config.komi is not None  # SelfPlayConfig fills in the default
         start = GameState(config.size, config.komi, config.rules)
 
         def store(index: int, moves) -> None:

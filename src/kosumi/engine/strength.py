@@ -52,7 +52,7 @@ def _read_match(path: Path) -> dict[str, Any]:
     return data
 
 
-def _count(matches: list[str | os.PathLike]) -> dict[str, Any]:
+def _count(matches: list[str | os.PathLike[str]]) -> dict[str, Any]:
     """The first engine's games of ``matches``, counted from the games themselves."""
     out: dict[str, Any] = {"wins": 0, "draws": 0, "losses": 0, "forfeits": 0,
                            "black": [0, 0], "white": [0, 0]}  # colour: [wins, losses]
@@ -82,8 +82,8 @@ def _count(matches: list[str | os.PathLike]) -> dict[str, Any]:
     return out
 
 
-def strength_row(name: str, model: str | os.PathLike,
-                 matches: list[str | os.PathLike]) -> dict[str, Any]:
+def strength_row(name: str, model: str | os.PathLike[str],
+                 matches: list[str | os.PathLike[str]]) -> dict[str, Any]:
     """One net's row: the games of its matches (it is each match's first engine) summed."""
     from kosumi.nets.formats import read_model
     from kosumi.nets.inspect import describe_checkpoint_parts
@@ -104,7 +104,7 @@ def strength_row(name: str, model: str | os.PathLike,
             "matches": [str(m) for m in matches]}
 
 
-def write_strength_table(rows: list[dict[str, Any]], out: str | os.PathLike) -> dict[str, Any]:
+def write_strength_table(rows: list[dict[str, Any]], out: str | os.PathLike[str]) -> dict[str, Any]:
     """The table of ``rows`` (smallest file first), written atomically."""
     opponents = {r.get("opponent") for r in rows}
     table = {"format": FORMAT, "version": VERSION,
@@ -116,7 +116,7 @@ def write_strength_table(rows: list[dict[str, Any]], out: str | os.PathLike) -> 
     return table
 
 
-def read_strength_table(path: str | os.PathLike) -> dict[str, Any]:
+def read_strength_table(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A table written by ``write_strength_table``; KosumiError naming the file and field."""
     path = Path(path)
     data = _read_json(path, "strength table")

@@ -53,7 +53,7 @@ class Rules:
     suicide: bool = False  # multi-stone suicide legal?
     scoring: str = "area"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.ko not in (KO_SIMPLE, KO_POSITIONAL):
             raise ValueError(f"unknown ko rule {self.ko!r} (use 'simple' or 'positional')")
         if self.scoring != "area":

@@ -168,7 +168,7 @@ def _parse(data: bytes, source: str, rules: Rules | str) -> GameRecord:
     return record
 
 
-def load_game(path: str | os.PathLike, rules: Rules | str = "chinese") -> GameRecord:
+def load_game(path: str | os.PathLike[str], rules: Rules | str = "chinese") -> GameRecord:
     """Read and check an SGF file (see ``parse_sgf``)."""
     path = Path(path)
     try:
@@ -230,11 +230,12 @@ def state_to_sgf(
         node.set_move(_LETTER_OF[color], None if p == PASS else point_to_sgfmill(p, size))
         if comments.get(number):
             node.set("C", comments[number])
-    return game.serialise()
+    data: bytes = game.serialise()  # sgfmill is untyped
+    return data
 
 
 def save_game(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     state: GameState,
     result: str | None = None,
     black: str | None = None,

@@ -181,7 +181,7 @@ def _blobs_to_params(steps: list[dict[str, Any]], blobs: list[np.ndarray]
     return out
 
 
-def read_pack(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def read_pack(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """(header, tensors) of a pack; KosumiError naming the file and the problem."""
     import zstandard
 
@@ -251,14 +251,14 @@ def _stored_dtype(dtype: np.dtype, steps: list[dict[str, Any]]) -> np.dtype:
     return dt
 
 
-def read_pack_model(path: str | os.PathLike) -> Checkpoint:
+def read_pack_model(path: str | os.PathLike[str]) -> Checkpoint:
     """A pack as (config, tensors)."""
     header, tensors = read_pack(path)
     config = NetConfig.from_dict(header.get("config"), source=f"{path}: pack header config")
     return Checkpoint(config=config, tensors=tensors, metadata={"format": "kosumi-pack"})
 
 
-def describe_pack(path: str | os.PathLike) -> dict[str, Any]:
+def describe_pack(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What ``kosumi inspect`` shows for a pack."""
     from kosumi.nets.inspect import describe_checkpoint_parts
 

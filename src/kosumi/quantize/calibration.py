@@ -38,7 +38,7 @@ SAMPLE = 400_000  # magnitudes kept per value (seeded sub-sample)
 INPUTS = ("planes", "globals")
 
 
-def read_calibration(path: str | os.PathLike, limit: int | None = 512) -> list[GameState]:
+def read_calibration(path: str | os.PathLike[str], limit: int | None = 512) -> list[GameState]:
     """Up to ``limit`` positions of a positions folder, a label folder or a JSON Lines file,
     evenly spread over it (see the module docstring). KosumiError for a missing, unreadable or
     empty set."""

@@ -34,7 +34,7 @@ def _cpuinfo() -> tuple[str, set[str]]:
             text = f.read()
     except OSError:
         return "", set()
-    model, flags = "", set()
+    model, flags = "", set[str]()
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key = key.strip().lower()

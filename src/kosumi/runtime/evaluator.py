@@ -188,6 +188,10 @@ class UniformEvaluator(Evaluator):
         return out
 
 
+# size, position hash, to move, ko point, komi, passes, the last moves (what the features see)
+CacheKey = tuple[int, int, int, int, float, int, tuple[tuple[int, int], ...]]
+
+
 class CachedEvaluator(Evaluator):
     """An LRU cache in front of another evaluator, keyed by the position's identity
     (stones, side to move, ko, recent history, komi): transpositions are evaluated once."""
@@ -199,9 +203,9 @@ class CachedEvaluator(Evaluator):
         self.name = inner.name
         self.hits = 0
         self.misses = 0
-        self._cache: OrderedDict[tuple, Evaluation] = OrderedDict()
+        self._cache: OrderedDict[CacheKey, Evaluation] = OrderedDict()
 
-    def key(self, s: GameState) -> tuple:
+    def key(self, s: GameState) -> CacheKey:
         return (
             s.size, s.hash, s.to_move, s.ko, s.komi, s.passes,
             tuple(s.moves[-self.history:]),

@@ -16,7 +16,7 @@ from kosumi.runtime.evaluator import Evaluator
 from kosumi.runtime.loader import load_evaluator
 
 
-def load_teacher(path: str | os.PathLike, symmetries: int = 1, threads: int = 1,
+def load_teacher(path: str | os.PathLike[str], symmetries: int = 1, threads: int = 1,
                  backend: str = "auto", device: str | None = None,
                  cache: bool = True, precision: str = "auto") -> Evaluator:
     """Open the teacher model at ``path`` (any supported format) as an Evaluator.

@@ -325,6 +325,7 @@ def scales_figure(view: NetView) -> bytes | None:
     for i, layer in enumerate(layers):
         ax = fig.add_subplot(nrows, ncols, i + 1)
         s = layer.weight_scale
+        assert s is not None  # the layers above
         ax.bar(np.arange(s.size), s, width=1.0, color="#4393c3")
         ax.set_title(layer.name, fontsize=7)
         ax.set_xlabel("output channel", fontsize=6)

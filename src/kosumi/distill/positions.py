@@ -322,7 +322,8 @@ class PositionStore:
         return {k for k, _ in self.items()}
 
 
-def iter_positions(path: str | os.PathLike[str], board_size: int | None = None) -> Iterator[Position]:
+def iter_positions(path: str | os.PathLike[str], board_size: int | None = None
+                   ) -> Iterator[Position]:
     """The positions of a folder, in storage order, one shard in memory at a time."""
     return PositionStore(path).positions(board_size)
 

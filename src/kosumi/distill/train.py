@@ -444,7 +444,8 @@ class _Run:
                 "elapsed_s": self.elapsed_before + (time.perf_counter() - self.t0),
             })
         except OSError as e:
-            raise KosumiError(f"{self.paths.checkpoint}: cannot write ({e.strerror or e})") from None
+            raise KosumiError(f"{self.paths.checkpoint}: cannot write "
+                              f"({e.strerror or e})") from None
 
     # ------------------------------------------------------------------ loop
     def train_step(self, step: int, sums: M.MetricSums) -> torch.Tensor:

@@ -112,7 +112,8 @@ def _describe(t: dict[str, Any]) -> str:
             f"{'sha256 ' + str(sha)[:12] + '...' if sha else 'no sha256 recorded'})")
 
 
-def check_teacher(teacher: str | os.PathLike[str] | None, store: Any) -> tuple[dict[str, Any], int | None]:
+def check_teacher(teacher: str | os.PathLike[str] | None, store: Any
+                  ) -> tuple[dict[str, Any], int | None]:
     """The labels' teacher identity, checked against ``--teacher``.
 
     Returns (identity, teacher index to select, or None to use every record). ``teacher`` is a
@@ -212,7 +213,8 @@ def load_init(net: nn.Module, init_net: nn.Module, where: str, log: Any) -> None
 
 
 # ---------------------------------------------------------------------------- settings
-def resolve_sizes(options: DistillOptions, head: str, label_sizes: list[int], data: str) -> list[int]:
+def resolve_sizes(options: DistillOptions, head: str, label_sizes: list[int],
+                  data: str) -> list[int]:
     """The student's board sizes; KosumiError when the labels cannot feed them."""
     have = ", ".join(f"{n}x{n}" for n in label_sizes) or "none"
     if not label_sizes:
@@ -249,7 +251,8 @@ def _output_weight(given: float | None, default: float, available: bool, head: s
     return default
 
 
-def new_settings(options: DistillOptions, dataset: DistillDataset, sizes: list[int]) -> dict[str, Any]:
+def new_settings(options: DistillOptions, dataset: DistillDataset,
+                 sizes: list[int]) -> dict[str, Any]:
     """Settings of a fresh run from the options, defaults and what the labels hold."""
     s = {k: (getattr(options, k) if getattr(options, k) is not None else DEFAULTS[k])
          for k in DEFAULTS}

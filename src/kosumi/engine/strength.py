@@ -5,12 +5,13 @@ the net was the first engine (any number of matches, colours swapped or not), co
 games themselves: wins, draws, losses, as Black and as White, forfeits, and the first engine's
 Elo with its 95% interval (``engine.elo``). The row carries the net's size: its file's bytes and
 parameter count. The opponent is named as its engine label without ``--seed``, since matches
-usually differ by the seed alone. ``write_strength_table`` / ``read_strength_table`` keep the rows as JSON::
+usually differ by the seed alone. ``write_strength_table`` / ``read_strength_table`` keep the
+rows as JSON::
 
     {"format": "kosumi-strength", "version": 1, "opponent": "...", "board_size": 9,
-     "rows": [{"name", "model", "sha256", "arch", "params", "bytes", "games", "wins", "draws", "losses",
-               "black": [w, l], "white": [w, l], "forfeits", "score", "elo", "low", "high",
-               "capped", "matches"}, ...]}
+     "rows": [{"name", "model", "sha256", "arch", "params", "bytes", "games", "wins", "draws",
+               "losses", "black": [w, l], "white": [w, l], "forfeits", "score", "elo", "low",
+               "high", "capped", "matches"}, ...]}
 
 ``kosumi viz --strength TABLE.json`` draws it (strength against bytes), and
 ``benchmarks/size_vs_strength.py`` writes it.

@@ -119,7 +119,8 @@ def _parse(data: bytes, source: str, rules: Rules | str) -> GameRecord:
     try:
         komi = float(game.get_komi())
     except ValueError:
-        raise KosumiError(f"{source}: bad komi KM[{root.get_raw('KM').decode(errors='replace')}]") from None
+        raise KosumiError(f"{source}: bad komi "
+                          f"KM[{root.get_raw('KM').decode(errors='replace')}]") from None
     try:
         handicap = game.get_handicap() or 0
     except ValueError:

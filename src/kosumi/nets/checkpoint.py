@@ -89,7 +89,8 @@ def checkpoint_bytes(tensors: dict[str, Any], config: NetConfig,
     return save(arrays, metadata=meta)
 
 
-def save_checkpoint(path: str | os.PathLike[str], net_or_tensors: Any, config: NetConfig | None = None,
+def save_checkpoint(path: str | os.PathLike[str], net_or_tensors: Any,
+                    config: NetConfig | None = None,
                     metadata: dict[str, str] | None = None) -> int:
     """Write a checkpoint atomically; return its size in bytes.
 
@@ -183,7 +184,8 @@ def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
         arr = np.frombuffer(body[begin:end], dtype=dtype).reshape(shape)
         if info["dtype"] == "BF16":
             arr = (arr.astype(np.uint32) << 16).view(np.float32)
-        arr = arr.astype(np.float32 if info["dtype"] in ("F64", "BF16") else dtype.newbyteorder("="))
+        arr = arr.astype(np.float32 if info["dtype"] in ("F64", "BF16")
+                         else dtype.newbyteorder("="))
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise KosumiError(f"{what}: holds NaN or inf values")
         tensors[name] = arr

@@ -1,8 +1,8 @@
 """Leela Zero weights (text format, versions 1 and 2, plain or gzip): reader and writer.
 
-The format (see FORMATS.md in the shared docs; checked against the Debian ``leelaz`` 0.17 binary): line 1
-is the version, ``1`` (value from the side to move's view) or ``2`` (value from Black's view, as
-in ELF OpenGo). Then one tensor per line, space-separated ASCII floats:
+The format (see FORMATS.md in the shared docs; checked against the Debian ``leelaz`` 0.17
+binary): line 1 is the version, ``1`` (value from the side to move's view) or ``2`` (value from
+Black's view, as in ELF OpenGo). Then one tensor per line, space-separated ASCII floats:
 
     input conv group     weights [C][18][3][3], biases [C], bn means [C], bn variances [C]
     residual block x B   two such groups, 3x3 C -> C (8 lines)

@@ -23,8 +23,9 @@ every tensor of 1 KiB or more; or one frame per dtype for those tensors (the sma
 the blobs share frame 0 in both). Own frames give each tensor its own entropy-coder tables,
 which wins when the weights' values are distributed unlike the rest (a 5-bit grid: the tiny
 net's pack is 9% smaller than in one frame); a frame per dtype keeps that gain without paying
-for a Huffman table per small tensor; one frame wins when neither pays. A tensor's stored size follows from its shape
-and dtype (one byte per value once a ``table`` step has run), so the header holds no offsets.
+for a Huffman table per small tensor; one frame wins when neither pays. A tensor's stored size
+follows from its shape and dtype (one byte per value once a ``table`` step has run), so the
+header holds no offsets.
 Version 1 (one frame, every tensor and blob with an explicit "offset" and "nbytes") still reads.
 
 Reading checks the magic, the version (a newer one is refused, naming both), the checksum (any

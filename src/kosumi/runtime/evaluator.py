@@ -93,7 +93,8 @@ class Evaluation:
                pass; 0 at illegal points; sums to 1.
     value      the side to move's win probability, in [0, 1].
     score_lead the side to move's expected lead in points (komi included), if the net has it.
-    ownership  float32 [N*N] in [-1, 1], +1 = the side to move will own the point, if the net has it.
+    ownership  float32 [N*N] in [-1, 1], +1 = the side to move will own the point, if the net has
+               it.
     wdl        float [3]: win, loss, noResult probabilities of the side to move, for nets with a
                three-way value head (KataGo, kosumi ``wdl``); None for a single win probability.
     score_mean, score_stdev  KataGo nets: the expected final score (points, komi included,

@@ -1,4 +1,5 @@
-"""``load_teacher(path)``: the network kosumi distills from, as an ``Evaluator``, whatever its format.
+"""``load_teacher(path)``: the network kosumi distills from, as an ``Evaluator``, whatever its
+format.
 
 A teacher is any model file ``load_evaluator`` can open -- a KataGo model, Leela Zero weights, a
 kosumi checkpoint or an ONNX file kosumi exported -- the format detected from the content, on

@@ -12,9 +12,9 @@ that cannot be compared are listed as warnings. With ``strength`` (a size-vs-str
 ``engine.strength``) it draws strength against file size, this net among the others.
 
 ``ensure_writable(out)`` says, before anything is drawn, whether ``out`` can be written;
-``write_report(report, out)`` then writes ``figures/*.png`` and ``report.html``: one file, the images
-embedded as data URIs, no scripts or fonts fetched, a line of JavaScript that counts the images
-that decoded and puts "loaded K/N images" in the page (what the test reads in headless
+``write_report(report, out)`` then writes ``figures/*.png`` and ``report.html``: one file, the
+images embedded as data URIs, no scripts or fonts fetched, a line of JavaScript that counts the
+images that decoded and puts "loaded K/N images" in the page (what the test reads in headless
 Chromium). Every file is written atomically.
 """
 
@@ -183,8 +183,8 @@ def build_report(model: str | os.PathLike[str], ref: str | os.PathLike[str] | No
 
 
 def _with_positions(report: Report, ckpt: Any, view: Any, model: str | os.PathLike[str],
-                    ref: str | os.PathLike[str] | None, calib: str | os.PathLike[str], positions: int,
-                    tick: Progress) -> None:
+                    ref: str | os.PathLike[str] | None, calib: str | os.PathLike[str],
+                    positions: int, tick: Progress) -> None:
     from kosumi.nets.features import get_feature_set
     from kosumi.nets.quant import QuantScheme
     from kosumi.quantize.calibration import check_sizes, collect_stats, read_calibration, spread
@@ -381,8 +381,8 @@ def _compress_html(report: Report) -> str:
     return "\n".join(parts)
 
 
-SECTIONS = (("strength", "Size against strength"), ("zeroing", "Size against agreement"), ("layers", "Layers"),
-            ("distributions", "Distributions"),
+SECTIONS = (("strength", "Size against strength"), ("zeroing", "Size against agreement"),
+            ("layers", "Layers"), ("distributions", "Distributions"),
             ("activations", "Activations"), ("difference", "Difference with the reference"))
 
 STYLE = """

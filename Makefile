@@ -23,6 +23,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) benchmarks/engine_speed.py

@@ -102,7 +102,8 @@ def main() -> int:
                                        for a, b in zip(ref, got, strict=True)])),
                 "max_policy_diff": float(max(np.abs(a.policy - b.policy).max()
                                              for a, b in zip(ref, got, strict=True))),
-                "max_value_diff": float(max(abs(a.value - b.value) for a, b in zip(ref, got, strict=True)))}
+                "max_value_diff": float(max(abs(a.value - b.value)
+                                            for a, b in zip(ref, got, strict=True)))}
 
     report: dict = {}
     step(report, "installed", installed)

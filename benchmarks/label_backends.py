@@ -89,8 +89,12 @@ def main() -> int:
                 f"x_{backends[0]}": round(best[backends[0]] / best[b], 3),
                 f"policy_kl_vs_{backends[0]}_mean": float(f"{np.mean(kls):.3g}"),
                 f"policy_kl_vs_{backends[0]}_max": float(f"{np.max(kls):.3g}"),
-                "max_value_diff": float(f"{max(float(np.abs(a.value - other[k].value).max()) for k, a in first.items()):.3g}"),
-                "max_ownership_diff": float(f"{max(float(np.abs(a.ownership - other[k].ownership).max()) for k, a in first.items()):.3g}"),
+                "max_value_diff": float(format(
+                    max(float(np.abs(a.value - other[k].value).max()) for k, a in first.items()),
+                    ".3g")),
+                "max_ownership_diff": float(format(
+                    max(float(np.abs(a.ownership - other[k].ownership).max())
+                        for k, a in first.items()), ".3g")),
             }
     print(json.dumps(report, indent=2))
     return 0

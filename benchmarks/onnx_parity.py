@@ -48,13 +48,15 @@ def evaluate(ev, states):
 
 
 def against(ref, got) -> dict:
-    top1 = [same_top_move(a.policy, b.policy) for a, b in zip(ref, got, strict=True)]
-    rel = [float(a.policy[int(np.argmax(b.policy))] / a.policy.max()) for a, b in zip(ref, got, strict=True)]
+    pairs = list(zip(ref, got, strict=True))
+    top1 = [same_top_move(a.policy, b.policy) for a, b in pairs]
+    rel = [float(a.policy[int(np.argmax(b.policy))] / a.policy.max()) for a, b in pairs]
     return {
         "positions": len(ref),
         "top1": round(float(np.mean(top1)), 4),
-        "max_policy_diff": float(f"{max(float(np.abs(a.policy - b.policy).max()) for a, b in zip(ref, got, strict=True)):.3g}"),
-        "max_value_diff": float(f"{max(abs(a.value - b.value) for a, b in zip(ref, got, strict=True)):.3g}"),
+        "max_policy_diff": float(format(
+            max(float(np.abs(a.policy - b.policy).max()) for a, b in pairs), ".3g")),
+        "max_value_diff": float(format(max(abs(a.value - b.value) for a, b in pairs), ".3g")),
         "min_rel_prob_of_choice": round(min(rel), 4),
     }
 

@@ -206,8 +206,9 @@ def main() -> int:
         report["vs_teacher"] = {"float": against_teacher(records, ref),
                                 **{name: against_teacher(records, g) for name, g in got.items()}}
         a, b = got["kosumi int8 (numpy)"], got["kosumi int8 (onnxruntime)"]
-        report["onnxruntime_vs_integer_reference_max_policy_diff"] = float(
-            f"{max(float(np.abs(x.policy - y.policy).max()) for x, y in zip(a, b, strict=True)):.3g}")
+        report["onnxruntime_vs_integer_reference_max_policy_diff"] = float(format(
+            max(float(np.abs(x.policy - y.policy).max()) for x, y in zip(a, b, strict=True)),
+            ".3g"))
         if not args.no_speed:
             kosumi_onnx = tmp_path / "kosumi-int8.onnx"
             _, qck = read_model(q)

@@ -57,9 +57,21 @@ from __future__ import annotations
 import math
 import operator
 import os
+from collections.abc import Sequence
 from functools import cache
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from typing_extensions import Buffer
+
+    # what the functions take: any C-contiguous buffer. numpy's stubs make an ndarray a Buffer
+    # only from Python 3.12 on, hence the ignores on memoryview(an ndarray) below
+    BufferLike: TypeAlias = Buffer | np.ndarray
 
 from kosumi.go.coords import neighbor_table  # coords imports only numpy: no cycle
 
@@ -84,18 +96,21 @@ __all__ = [
 
 MIN_SIZE, MAX_SIZE = 2, 19
 
+_Out = TypeVar("_Out", bound="BufferLike")  # an ``out`` buffer, returned as it was given
+
 
 # ---------------------------------------------------------------------------------- arguments
-def _size(size) -> int:
+def _size(size: int) -> int:
     size = operator.index(size)
     if not MIN_SIZE <= size <= MAX_SIZE:
         raise ValueError(f"board size {size} is not supported (use {MIN_SIZE}..{MAX_SIZE})")
     return size
 
 
-def _byte_view(obj, nn: int, name: str, writable: bool = False) -> memoryview:
+def _byte_view(obj: BufferLike, nn: int, name: str, writable: bool = False) -> memoryview:
     """A flat unsigned-byte memoryview of a C-contiguous buffer of exactly ``nn`` one-byte items."""
-    mv = memoryview(obj)  # TypeError for a non-buffer, like the C version
+    # TypeError for a non-buffer, like the C version
+    mv = memoryview(obj)  # type: ignore[arg-type]  # ndarray: see BufferLike
     if not mv.c_contiguous or (writable and mv.readonly):
         raise ValueError(f"{name} must be a {'writable ' if writable else ''}C-contiguous buffer")
     if mv.itemsize != 1 or mv.nbytes != nn:
@@ -107,7 +122,7 @@ def _byte_view(obj, nn: int, name: str, writable: bool = False) -> memoryview:
     return mv
 
 
-def _board(board, size) -> tuple[int, bytes]:
+def _board(board: BufferLike, size: int) -> tuple[int, bytes]:
     """(size, a bytes copy of the board) after checking the size, the length and the values.
     The fallbacks compute from the copy and write ``out`` last, so ``out`` may alias the board."""
     size = _size(size)
@@ -120,7 +135,7 @@ def _board(board, size) -> tuple[int, bytes]:
     return size, bb
 
 
-def _result(values, out):
+def _result(values: bytes | bytearray | np.ndarray, out: _Out | None) -> bytes | _Out:
     """Return ``values`` (N*N byte values: bytes, bytearray or a uint8 array) as bytes, or copy
     them into ``out`` and return ``out``."""
     data = values.tobytes() if isinstance(values, np.ndarray) else bytes(values)
@@ -133,7 +148,7 @@ def _result(values, out):
 _F64 = np.dtype(np.float64)
 
 
-def _f64(x, name: str) -> np.ndarray:
+def _f64(x: BufferLike, name: str) -> np.ndarray:
     """A 1-D float64 array on the C-contiguous float64 buffer ``x``."""
     if type(x) is np.ndarray and x.dtype is _F64 and x.ndim == 1 and x.strides[0] == 8:
         return x  # the common case, checked cheaply
@@ -152,7 +167,8 @@ def _f64(x, name: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------- fallbacks
-def py_puct_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction, /) -> int:
+def py_puct_select(n: BufferLike, w: BufferLike, priors: BufferLike, visits: float,
+                   parent_value: float, c_puct: float, fpu_reduction: float, /) -> int:
     """numpy version of ``puct_select`` (the formula of ``MCTS._select_child``)."""
     n = _f64(n, "n")
     w = _f64(w, "w")
@@ -200,7 +216,7 @@ def _empty_points(bb: bytes, size: int) -> tuple[int, int]:
     return e, n
 
 
-def _libs_upto2(b: bytes, nb, p: int, memo: dict[int, int]) -> int:
+def _libs_upto2(b: bytes, nb: Sequence[Sequence[int]], p: int, memo: dict[int, int]) -> int:
     """Liberties (0, 1, or 2 meaning two or more) of the chain through stone ``p``. The search
     stops at the second liberty; every stone it visited is memoised with the answer."""
     c = b[p]
@@ -225,7 +241,7 @@ def _libs_upto2(b: bytes, nb, p: int, memo: dict[int, int]) -> int:
     return libs
 
 
-def _chain(b: bytes, nb, p: int) -> tuple[list[int], set[int]]:
+def _chain(b: bytes, nb: Sequence[Sequence[int]], p: int) -> tuple[list[int], set[int]]:
     """Stones and liberties of the chain through stone ``p``."""
     c = b[p]
     stones, libs, stack, seen = [], set(), [p], {p}
@@ -242,7 +258,8 @@ def _chain(b: bytes, nb, p: int) -> tuple[list[int], set[int]]:
     return stones, libs
 
 
-def py_legal_mask(board, size, color, ko, suicide_allowed, out=None):
+def py_legal_mask(board: BufferLike, size: int, color: int, ko: int, suicide_allowed: bool,
+                  out: _Out | None = None) -> bytes | _Out:
     """Pure-Python version of ``legal_mask``."""
     size, bb = _board(board, size)
     nn = size * size
@@ -284,7 +301,7 @@ def py_legal_mask(board, size, color, ko, suicide_allowed, out=None):
     return _result(mask, out)
 
 
-def py_chain_liberties(board, size, out=None):
+def py_chain_liberties(board: BufferLike, size: int, out: _Out | None = None) -> bytes | _Out:
     """Pure-Python version of ``chain_liberties``."""
     size, bb = _board(board, size)
     nb = neighbor_table(size)
@@ -300,7 +317,7 @@ def py_chain_liberties(board, size, out=None):
     return _result(res, out)
 
 
-def py_area_ownership(board, size, out=None):
+def py_area_ownership(board: BufferLike, size: int, out: _Out | None = None) -> bytes | _Out:
     """Pure-Python version of ``area_ownership`` (the algorithm of ``GameState.area_ownership``)."""
     size, bb = _board(board, size)
     nb = neighbor_table(size)
@@ -328,10 +345,11 @@ def py_area_ownership(board, size, out=None):
     return _result(owner, out)
 
 
-def py_policy_children(policy, /) -> tuple[bytes, bytes]:
+def py_policy_children(policy: np.ndarray, /) -> tuple[bytes, bytes]:
     """Fallback of ``policy_children``: (int16 indices with policy > 0 plus the last one (pass),
     float64 priors normalised in index order), both as bytes."""
-    pol = np.frombuffer(memoryview(policy).cast("B"), dtype=np.float32)
+    pmv = memoryview(policy)  # type: ignore[arg-type]  # ndarray: see BufferLike
+    pol = np.frombuffer(pmv.cast("B"), dtype=np.float32)
     if not 1 <= len(pol) <= 32767:
         raise ValueError(f"policy must have 1..32767 entries, not {len(pol)}")
     keep = pol > 0
@@ -348,7 +366,8 @@ def py_policy_children(policy, /) -> tuple[bytes, bytes]:
     return idx.astype(np.int16).tobytes(), pri.tobytes()
 
 
-def py_basic_planes(board, size, color, ko, moves, out, /):
+def py_basic_planes(board: BufferLike, size: int, color: int, ko: int,
+                    moves: Sequence[tuple[int, int]], out: _Out, /) -> _Out:
     """numpy version of ``basic_planes``."""
     size, bb = _board(board, size)
     nn = size * size
@@ -367,7 +386,7 @@ def py_basic_planes(board, size, color, ko, moves, out, /):
         if p >= nn:
             raise ValueError(f"move point {p} is off a {size}x{size} board")
         marks.append(p)
-    mv = memoryview(out)
+    mv = memoryview(out)  # type: ignore[arg-type]  # ndarray: see BufferLike
     if mv.readonly or not mv.c_contiguous:
         raise ValueError("out must be a writable C-contiguous buffer")
     if mv.format != "f" or mv.nbytes != 11 * nn * 4:
@@ -388,18 +407,18 @@ def py_basic_planes(board, size, color, ko, moves, out, /):
     return out
 
 
-def py_masked_softmax(logits, legal, row, out, /):
+def py_masked_softmax(logits: BufferLike, legal: BufferLike, row: int, out: _Out, /) -> _Out:
     """numpy version of ``masked_softmax``."""
     row = operator.index(row)
     if row < 1:
         raise ValueError(f"row must be at least 1, not {row}")
-    lmv = memoryview(logits)
+    lmv = memoryview(logits)  # type: ignore[arg-type]  # ndarray: see BufferLike
     if lmv.format != "f" or not lmv.c_contiguous:
         raise ValueError("logits must be a C-contiguous float32 buffer")
     x = np.frombuffer(lmv.cast("B"), dtype=np.float32)
     n = len(x)
     m = np.frombuffer(_byte_view(legal, n, "legal"), dtype=np.uint8).astype(bool)
-    omv = memoryview(out)
+    omv = memoryview(out)  # type: ignore[arg-type]  # ndarray: see BufferLike
     if omv.readonly or not omv.c_contiguous or omv.format != "f":
         raise ValueError("out must be a writable C-contiguous float32 buffer")
     if omv.nbytes != 4 * n or n % row:
@@ -418,25 +437,18 @@ def py_masked_softmax(logits, legal, row, out, /):
 
 
 # ---------------------------------------------------------------------------------- selection
-_c = None
+_c: ModuleType | None = None
 if os.environ.get("KOSUMI_NO_SPEEDUPS", "").strip() in ("", "0"):
     try:
-        from kosumi import _speedups as _c  # type: ignore[attr-defined,no-redef]
+        from kosumi import _speedups as _c
     except ImportError:  # not built (no compiler at install time): use the fallbacks
         _c = None
 
 HAVE_C: bool = _c is not None
 IMPLEMENTATION: str = "c" if HAVE_C else "python"
 
-if _c is not None:
-    puct_select = _c.puct_select
-    legal_mask = _c.legal_mask
-    chain_liberties = _c.chain_liberties
-    area_ownership = _c.area_ownership
-    policy_children = _c.policy_children
-    basic_planes = _c.basic_planes
-    masked_softmax = _c.masked_softmax
-else:
+# the fallbacks first: their signatures are the names' types (the C functions have the same)
+if _c is None:
     puct_select = py_puct_select
     legal_mask = py_legal_mask
     chain_liberties = py_chain_liberties
@@ -444,3 +456,11 @@ else:
     policy_children = py_policy_children
     basic_planes = py_basic_planes
     masked_softmax = py_masked_softmax
+else:
+    puct_select = _c.puct_select
+    legal_mask = _c.legal_mask
+    chain_liberties = _c.chain_liberties
+    area_ownership = _c.area_ownership
+    policy_children = _c.policy_children
+    basic_planes = _c.basic_planes
+    masked_softmax = _c.masked_softmax

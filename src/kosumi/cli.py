@@ -87,7 +87,8 @@ def init_command(
 # ----------------------------------------------------------------------------- analyze (runtime)
 @app.command("analyze")
 def analyze_command(
-    model: Path = typer.Option(..., "--model", help="Model file (any format) or 'default' / 'tiny'."),
+    model: Path = typer.Option(
+        ..., "--model", help="Model file (any format) or 'default' / 'tiny'."),
     moves: str | None = typer.Option(
         None, "--moves", help='Moves from the empty board, e.g. "B D4 W Q16 B pass".'
     ),
@@ -128,7 +129,8 @@ def analyze_command(
         elif sgf is not None:
             todo = [position_from_sgf(sgf, move, rules)]
         else:
-            todo = read_queries(positions, rules)  # type: ignore[arg-type]
+            assert positions is not None  # exactly one of the three, checked above
+            todo = read_queries(positions, rules)
         evaluator = load_evaluator(model, backend=backend, threads=threads, cache=False,
                                    symmetries=symmetries, device=device, precision=precision)
         if not as_json:
@@ -305,8 +307,8 @@ def positions_command(
     from kosumi.distill.sgf_import import import_sgf
 
     try:
-        stats = import_sgf([*from_sgf, *(more_sgf or [])], out, rules=rules, sample=sample, seed=seed,
-                           min_moves=min_moves, skip_bad=skip_bad, progress=True,
+        stats = import_sgf([*from_sgf, *(more_sgf or [])], out, rules=rules, sample=sample,
+                           seed=seed, min_moves=min_moves, skip_bad=skip_bad, progress=True,
                            warn=lambda m: typer.echo(f"kosumi: warning: {m}", err=True))
     except KosumiError as e:
         fail(str(e))

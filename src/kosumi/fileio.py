@@ -25,7 +25,7 @@ __all__ = ["atomic_write", "atomic_writer", "output_errors", "shareable_path", "
 
 
 @contextmanager
-def output_errors(path: str | os.PathLike, what: str = "write") -> Iterator[None]:
+def output_errors(path: str | os.PathLike[str], what: str = "write") -> Iterator[None]:
     """An ``OSError`` inside (disk full, no permission) becomes ``WriteFailed``: "PATH: cannot
     WHAT (reason)", one line for the user, never a traceback."""
     try:
@@ -35,7 +35,7 @@ def output_errors(path: str | os.PathLike, what: str = "write") -> Iterator[None
 
 
 @contextmanager
-def atomic_writer(path: str | os.PathLike) -> Iterator[BinaryIO]:
+def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """Stream into ``path`` atomically: temp file in the same folder, fsync, rename.
 
     Yields the open temporary file (binary); on a normal exit it is fsynced and renamed over
@@ -65,7 +65,7 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write(path: str | os.PathLike, data: bytes) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename.
 
     On failure the temporary file is removed and the old ``path`` (if any) is left unchanged.
@@ -97,7 +97,7 @@ def user_cache_dir(kind: str, env: str | None = None) -> Path:
     return Path(base) / "kosumi" / kind
 
 
-def shareable_path(path: str | os.PathLike) -> str:
+def shareable_path(path: str | os.PathLike[str]) -> str:
     """A path as it may travel inside a file a user shares (provenance): as given, or relative
     to the working folder when it was given as an absolute path inside it -- never the resolved
     absolute path of the machine it was made on."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -24,6 +25,7 @@ from rich.progress import (
     Progress,
     ProgressColumn,
     Task,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -47,18 +49,21 @@ class RateColumn(ProgressColumn):
         return Text(f"{1.0 / speed:,.1f} s/{self.unit}", style="progress.data.speed")
 
 
+_NO_TASK = TaskID(-1)  # the task of a bar without a Progress (never used)
+
+
 class ProgressBar:
     """A handle on one bar: ``advance(n, info=...)``, ``update(completed=..., total=...)``."""
 
-    def __init__(self, progress: Progress | None, task_id=None):
+    def __init__(self, progress: Progress | None, task_id: TaskID = _NO_TASK):
         self._progress = progress
         self._task = task_id
-        self.completed = 0
+        self.completed: float = 0
 
     def advance(self, n: float = 1, info: str | None = None) -> None:
         self.completed += n
         if self._progress is not None:
-            kwargs = {} if info is None else {"info": info}
+            kwargs: dict[str, Any] = {} if info is None else {"info": info}
             self._progress.update(self._task, advance=n, **kwargs)
 
     def update(self, completed: float | None = None, total: float | None = None,
@@ -66,7 +71,7 @@ class ProgressBar:
         if completed is not None:
             self.completed = completed
         if self._progress is not None:
-            kwargs = {} if info is None else {"info": info}
+            kwargs: dict[str, Any] = {} if info is None else {"info": info}
             self._progress.update(self._task, completed=completed, total=total, **kwargs)
 
     def log(self, message: str) -> None:
@@ -102,7 +107,9 @@ def progress_bar(total: float | None, description: str, unit: str = "it",
         transient=False,
     )
     with progress:
-        task = progress.add_task(description, total=total, completed=completed, info="")
+        # rich annotates add_task's completed as int; it stores it as the task's float completed
+        task = progress.add_task(description, total=total,
+                                 completed=completed, info="")  # type: ignore[arg-type]
         bar = ProgressBar(progress, task)
         bar.completed = completed
         try:

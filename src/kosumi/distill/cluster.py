@@ -200,7 +200,7 @@ _LOST = object()
 
 def run_teacher_units(address: str, units: Sequence[Any], payload_of: Callable[[Any], Any],
                       work: Callable[[Any, Any], Any], commit: Callable[[Any, Any], None], *,
-                      teacher: str | os.PathLike, symmetries: int, threads: int, backend: str,
+                      teacher: str | os.PathLike[str], symmetries: int, threads: int, backend: str,
                       device: str | None, workers: int | None, teacher_sha256: str | None,
                       on_workers: Callable[[int, int], None] | None = None) -> None:
     """``run_in_order`` with a teacher as each actor's state: the model file (``default`` and

@@ -138,7 +138,7 @@ class DistillDataset:
 
 
 # ---------------------------------------------------------------------------- identity / cache
-def label_content_hash(path: str | os.PathLike) -> str:
+def label_content_hash(path: str | os.PathLike[str]) -> str:
     """SHA-256 (hex) identifying the content of a label folder (or file).
 
     A folder with a ``manifest.json``: the hash of the manifest bytes (the manifest lists every
@@ -179,7 +179,7 @@ def default_cache_dir() -> Path:
     return Path(base) / "kosumi" / "distill"
 
 
-def cache_path(cache_dir: str | os.PathLike, content_hash: str, feature_set: str,
+def cache_path(cache_dir: str | os.PathLike[str], content_hash: str, feature_set: str,
                board_size: int) -> Path:
     """Where the encoded arrays of (labels, feature set, size) live (named by a digest of the
     whole content hash: one teacher's records of a folder get their own file)."""
@@ -200,7 +200,7 @@ def save_cached(path: Path, data: SizeData, meta: dict[str, Any]) -> None:
     arrays = data.to_arrays()
     arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
     with atomic_writer(path) as f:
-        np.savez(f, **arrays)
+        np.savez(f, allow_pickle=True, **arrays)  # numpy's default, spelled out for mypy
 
 
 def _mapped_npz(path: Path) -> dict[str, np.ndarray]:
@@ -449,7 +449,7 @@ def encode_records(records: Iterable[Any], feature_set: str, board_size: int,
 
 
 def load_dataset(store: Any, feature_set: str, board_sizes: Sequence[int] | None = None,
-                 cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
+                 cache_dir: str | os.PathLike[str] | None = None, use_cache: bool = True,
                  progress: ProgressFn | None = None,
                  content_hash: str | None = None) -> DistillDataset:
     """Encoded training arrays of ``store`` for ``feature_set`` and the given board sizes.

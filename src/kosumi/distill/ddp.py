@@ -137,7 +137,7 @@ def init_distributed(device: str | None = "auto", timeout_min: float = 60.0) -> 
         torch.cuda.set_device(dev)
     backend = "nccl" if dev.type == "cuda" else "gloo"
     if not dist.is_initialized():
-        kwargs = {"device_id": dev} if dev.type == "cuda" else {}
+        kwargs: dict[str, Any] = {"device_id": dev} if dev.type == "cuda" else {}
         dist.init_process_group(backend=backend, timeout=timedelta(minutes=timeout_min), **kwargs)
     return DistContext(rank=rank, world_size=world, local_rank=local_rank, device=dev,
                        initialized=True)
@@ -181,6 +181,9 @@ class GlobalBatchNorm2d(nn.BatchNorm2d):
         var = all_reduce(centred.square().sum(dim=(0, 2, 3))) / count  # biased
         with torch.no_grad():
             if self.track_running_stats:
+                # torch types the buffers Optional: they exist with track_running_stats
+                assert (self.num_batches_tracked is not None and self.running_mean is not None
+                        and self.running_var is not None)
                 self.num_batches_tracked.add_(1)
                 momentum = (self.momentum if self.momentum is not None
                             else 1.0 / float(self.num_batches_tracked))
@@ -228,7 +231,8 @@ def wrap_model(net: nn.Module, ctx: DistContext) -> nn.Module:
 
 
 def unwrap_ddp(model: nn.Module) -> nn.Module:
-    return model.module if hasattr(model, "module") else model
+    inner: nn.Module = getattr(model, "module", model)  # (model.module types as Tensor | Module)
+    return inner
 
 
 __all__ = ["DistContext", "GlobalBatchNorm2d", "convert_batchnorm", "init_distributed",

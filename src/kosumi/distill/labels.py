@@ -217,7 +217,7 @@ class LabelStore:
     (more than one only if mixing was explicitly allowed); ``LabelRecord.teacher`` indexes it.
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]):
         self.dir = ShardDir(path, LABELS_FORMAT)
         self.path = self.dir.path
         _check_label_manifest(self.dir)
@@ -345,9 +345,9 @@ def _unit_label(teacher: Evaluator, job: tuple[list[tuple[int, Position]], int]
 
 
 def label_positions(
-    teacher: str | os.PathLike | Evaluator,
-    positions: str | os.PathLike,
-    out: str | os.PathLike,
+    teacher: str | os.PathLike[str] | Evaluator,
+    positions: str | os.PathLike[str],
+    out: str | os.PathLike[str],
     *,
     teacher_info: dict[str, Any] | None = None,
     symmetries: int = 1,

@@ -39,6 +39,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -242,7 +243,7 @@ def positions_to_jsonl(items: Sequence[tuple[int, Position]]) -> bytes:
 
 def jsonl_to_positions(data: bytes, where: str) -> list[tuple[int, Position]]:
     """The inverse of ``positions_to_jsonl``: (key, Position) pairs in order."""
-    out = []
+    out: list[tuple[int, Position]] = []
     for g in jsonl_to_groups(data, where):
         out.extend(zip(g.keys, g.positions(), strict=True))
     return out
@@ -277,7 +278,7 @@ def _group_positions(items: Sequence[tuple[int, Position]]) -> list[_Group]:
 class PositionStore:
     """A positions folder, read-only: ``len``, ``board_sizes()``, ``positions()``."""
 
-    def __init__(self, path: str | os.PathLike | ShardDir):
+    def __init__(self, path: str | os.PathLike[str] | ShardDir):
         self.dir = path if isinstance(path, ShardDir) else ShardDir(path, POSITIONS_FORMAT)
         self.path = self.dir.path
         where = self.dir.manifest_path
@@ -321,12 +322,13 @@ class PositionStore:
         return {k for k, _ in self.items()}
 
 
-def iter_positions(path: str | os.PathLike, board_size: int | None = None) -> Iterator[Position]:
+def iter_positions(path: str | os.PathLike[str], board_size: int | None = None
+                   ) -> Iterator[Position]:
     """The positions of a folder, in storage order, one shard in memory at a time."""
     return PositionStore(path).positions(board_size)
 
 
-def read_positions(path: str | os.PathLike, board_size: int | None = None) -> list[Position]:
+def read_positions(path: str | os.PathLike[str], board_size: int | None = None) -> list[Position]:
     """Every position of a folder (KosumiError naming the file on a missing/corrupt one)."""
     return list(iter_positions(path, board_size))
 
@@ -367,7 +369,7 @@ class PositionWriter:
     buffered per board size and written as a shard once ``shard_size`` are pending.
     """
 
-    def __init__(self, path: str | os.PathLike, shard_size: int = DEFAULT_SHARD_SIZE):
+    def __init__(self, path: str | os.PathLike[str], shard_size: int = DEFAULT_SHARD_SIZE):
         self.dir = ShardDir(path, POSITIONS_FORMAT, create=True)
         self.path = self.dir.path
         self.shard_size = max(1, int(shard_size))
@@ -377,7 +379,7 @@ class PositionWriter:
         self._pending_count: dict[int, int] = {}
         self._pending_games: dict[int, list[tuple[str, int]]] = {}
         self._done_games: dict[str, set[int]] = {}
-        self._lock = None
+        self._lock: AbstractContextManager[None] | None = None
 
     # ------------------------------------------------------------------ context
     def __enter__(self) -> PositionWriter:
@@ -527,7 +529,7 @@ class PositionWriter:
             for p, ns in sorted(games.items())}
 
 
-def write_positions(path: str | os.PathLike, positions: Iterable[Position],
+def write_positions(path: str | os.PathLike[str], positions: Iterable[Position],
                     shard_size: int = DEFAULT_SHARD_SIZE) -> WriteStats:
     """Add ``positions`` to the folder at ``path`` (created if needed), skipping positions it
     already holds up to symmetry; returns what was done."""

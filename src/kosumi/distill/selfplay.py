@@ -126,6 +126,7 @@ def play_game(evaluator: Evaluator, config: SelfPlayConfig, index: int) -> GameS
 
     n = config.size
     rng = np.random.default_rng([int(config.seed) & (2**63 - 1), int(index)])
+    assert config.komi is not None  # SelfPlayConfig fills in the default
     state = GameState(n, config.komi, config.rules)
     mcts = None
     if config.visits:
@@ -188,8 +189,8 @@ class SelfPlayStats:
 
 
 def run_selfplay(
-    teacher: str | os.PathLike | Evaluator,
-    out: str | os.PathLike,
+    teacher: str | os.PathLike[str] | Evaluator,
+    out: str | os.PathLike[str],
     games: int,
     config: SelfPlayConfig,
     *,
@@ -249,6 +250,7 @@ class _SelfPlayGames:
                  teacher_name: str, stats: SelfPlayStats) -> None:
         self.writer, self.sgf_dir, self.config = writer, sgf_dir, config
         self.teacher_name, self.stats = teacher_name, stats
+        assert config.komi is not None  # SelfPlayConfig fills in the default
         self.start = GameState(config.size, config.komi, config.rules)
         try:
             sgf_dir.mkdir(parents=True, exist_ok=True)

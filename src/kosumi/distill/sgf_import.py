@@ -21,7 +21,7 @@ from kosumi.errors import KosumiError, WriteFailed
 from kosumi.go.board import Rules
 
 
-def find_sgf_files(paths: Sequence[str | os.PathLike]) -> list[Path]:
+def find_sgf_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     """SGF files named by ``paths``: files as given, folders searched recursively for *.sgf
     (sorted, so the order is reproducible). KosumiError for a path that does not exist."""
     out: list[Path] = []
@@ -64,7 +64,7 @@ class ImportStats(WriteStats):
     bad_files: int = 0
 
 
-def import_sgf(paths: Sequence[str | os.PathLike], out: str | os.PathLike,
+def import_sgf(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
                rules: str = "chinese", sample: float = 1.0, seed: int = 0,
                min_moves: int = 0, skip_bad: bool = False,
                shard_size: int = DEFAULT_SHARD_SIZE, progress: bool = False,

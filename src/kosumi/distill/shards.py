@@ -46,7 +46,7 @@ def compress(data: bytes, level: int = ZSTD_LEVEL) -> bytes:
     return zstandard.ZstdCompressor(level=level, write_content_size=True).compress(data)
 
 
-def decompress(data: bytes, name: str | os.PathLike) -> bytes:
+def decompress(data: bytes, name: str | os.PathLike[str]) -> bytes:
     """Decompress one zstd frame; KosumiError naming ``name`` if it is not valid zstd."""
     try:
         return zstandard.ZstdDecompressor().decompress(data)
@@ -58,7 +58,7 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     """SHA-256 of a file's bytes (hex); KosumiError naming the file if it cannot be read."""
     h = hashlib.sha256()
     try:
@@ -76,11 +76,11 @@ def arrays_to_bytes(arrays: dict[str, np.ndarray]) -> bytes:
         if a.dtype == object:
             raise ValueError(f"array {name!r} has dtype object (would need pickle)")
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez(buf, allow_pickle=True, **arrays)  # numpy's default, spelled out for mypy
     return buf.getvalue()
 
 
-def bytes_to_arrays(data: bytes, name: str | os.PathLike) -> dict[str, np.ndarray]:
+def bytes_to_arrays(data: bytes, name: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """Read an ``.npz`` archive written by ``arrays_to_bytes`` (never unpickles anything)."""
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
@@ -131,7 +131,7 @@ class ShardDir:
     holds the manifest file as it was read (b"" for a new folder).
     """
 
-    def __init__(self, path: str | os.PathLike, kind: str, create: bool = False):
+    def __init__(self, path: str | os.PathLike[str], kind: str, create: bool = False):
         self.path = Path(path)
         self.manifest_bytes = b""
         if self.path.name == MANIFEST and self.path.is_file():  # the manifest itself was named

@@ -186,6 +186,7 @@ def sample_losses(out: dict[str, torch.Tensor], batch: Batch,
              "value_loss": M.value_loss(batch.value, out["value"], settings["value"])}
     total = terms["policy_loss"] + terms["value_loss"]
     if settings["ownership_weight"] > 0:
+        assert batch.ownership is not None  # make_batch keeps it when its weight is > 0
         own = M.ownership_mse(batch.ownership, out["ownership"]) * batch.has_ownership
         terms["ownership_loss"] = own
         total = total + settings["ownership_weight"] * own
@@ -231,7 +232,8 @@ def evaluate(net: nn.Module, dataset: DistillDataset, indices: dict[int, np.ndar
 
 def _param_groups(net: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """Weight decay on conv / linear weights; none on biases and BatchNorm parameters."""
-    decay, no_decay = [], []
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for _name, p in net.named_parameters():
         (decay if p.dim() > 1 else no_decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay},
@@ -281,6 +283,9 @@ def _save_on_interrupt(run: _Run, enabled: bool) -> Iterator[None]:
 
 class _Run:
     """One distillation run in one process (see ``distill``)."""
+
+    init_net: nn.Module | None  # --init: the checkpoint's net and its identity (_prepare)
+    init_identity: dict[str, Any] | None
 
     def __init__(self, options: DistillOptions, ctx: DistContext, store: Any | None):
         self.o = options
@@ -406,6 +411,7 @@ class _Run:
         self.config = student_config(s)
         net = KosumiNet.random(self.config, s["seed"]).to(dev)
         net.train()
+        self.student = net  # self.model is DDP around it when distributed
         self.model = wrap_model(net, self.ctx)  # before the optimiser sees the parameters
         self.optimizer = torch.optim.AdamW(_param_groups(net, s["weight_decay"]), lr=s["lr"],
                                            betas=(0.9, 0.999), eps=1e-8)
@@ -414,6 +420,7 @@ class _Run:
                                 self.optimizer)
             self.saved_tensors = {}
         elif self.init_net is not None:
+            assert self.init_identity is not None  # read_init gives both
             load_init(net, self.init_net, self.init_identity["path"], self.log)
 
     # ------------------------------------------------------------------ provenance / saving
@@ -447,7 +454,8 @@ class _Run:
                 "elapsed_s": self.elapsed_before + (time.perf_counter() - self.t0),
             })
         except OSError as e:
-            raise KosumiError(f"{self.paths.checkpoint}: cannot write ({e.strerror or e})") from None
+            raise KosumiError(f"{self.paths.checkpoint}: cannot write "
+                              f"({e.strerror or e})") from None
 
     # ------------------------------------------------------------------ loop
     def train_step(self, step: int, sums: M.MetricSums) -> torch.Tensor:
@@ -506,7 +514,7 @@ class _Run:
                 remove_metrics_log(paths.metrics)
         n_train = sum(len(i) for i in self.train_idx.values())
         n_val = sum(len(i) for i in self.val_idx.values())
-        self.log(f"distill: {self.config.describe()}, {unwrap_ddp(self.model).num_parameters():,} "
+        self.log(f"distill: {self.config.describe()}, {self.student.num_parameters():,} "
                  f"parameters; {n_train:,} training / {n_val:,} held-out positions; steps "
                  f"{self.start}->{self.total}, batch {s['batch']}"
                  + (f" over {ctx.world_size} processes" if ctx.distributed else "")

@@ -53,8 +53,8 @@ COMPARED = ("student", "features", "head", "value", "board_sizes", "batch", "lr"
 class DistillOptions:
     """What ``kosumi distill`` was asked (None = default, or the saved value on --resume)."""
 
-    data: str | os.PathLike
-    out: str | os.PathLike
+    data: str | os.PathLike[str]
+    out: str | os.PathLike[str]
     teacher: str | None = None
     student: str | None = None
     features: str | None = None
@@ -79,8 +79,8 @@ class DistillOptions:
     threads: int | None = None
     device: str = "auto"
     resume: bool = False
-    init: str | os.PathLike | None = None  # start a new run from this checkpoint's weights
-    cache_dir: str | os.PathLike | None = None
+    init: str | os.PathLike[str] | None = None  # start a new run from this checkpoint's weights
+    cache_dir: str | os.PathLike[str] | None = None
     progress: bool = True
     argv: list[str] = field(default_factory=lambda: list(sys.argv[1:]))
 
@@ -93,7 +93,7 @@ class RunPaths:
     curves: Path
 
     @classmethod
-    def for_out(cls, out: str | os.PathLike) -> RunPaths:
+    def for_out(cls, out: str | os.PathLike[str]) -> RunPaths:
         out = Path(out)
         stem = out.name.removesuffix(".safetensors")
         base = out.parent
@@ -112,7 +112,8 @@ def _describe(t: dict[str, Any]) -> str:
             f"{'sha256 ' + str(sha)[:12] + '...' if sha else 'no sha256 recorded'})")
 
 
-def check_teacher(teacher: str | os.PathLike | None, store: Any) -> tuple[dict[str, Any], int | None]:
+def check_teacher(teacher: str | os.PathLike[str] | None, store: Any
+                  ) -> tuple[dict[str, Any], int | None]:
     """The labels' teacher identity, checked against ``--teacher``.
 
     Returns (identity, teacher index to select, or None to use every record). ``teacher`` is a
@@ -187,7 +188,8 @@ def read_init(options: DistillOptions) -> tuple[DistillOptions, nn.Module, dict[
         raise KosumiError(f"--init {text}: no such file")
     ckpt = read_checkpoint(path)
     cfg = ckpt.config
-    have = {"student": cfg.arch, "features": cfg.features, "head": cfg.head, "value": cfg.value}
+    have: dict[str, Any] = {"student": cfg.arch, "features": cfg.features, "head": cfg.head,
+                            "value": cfg.value}
     given = {"student": options.student and str(options.student).strip().lower(),
              "features": options.features, "head": options.head, "value": options.value}
     for name, value in given.items():
@@ -211,7 +213,8 @@ def load_init(net: nn.Module, init_net: nn.Module, where: str, log: Any) -> None
 
 
 # ---------------------------------------------------------------------------- settings
-def resolve_sizes(options: DistillOptions, head: str, label_sizes: list[int], data: str) -> list[int]:
+def resolve_sizes(options: DistillOptions, head: str, label_sizes: list[int],
+                  data: str) -> list[int]:
     """The student's board sizes; KosumiError when the labels cannot feed them."""
     have = ", ".join(f"{n}x{n}" for n in label_sizes) or "none"
     if not label_sizes:
@@ -248,7 +251,8 @@ def _output_weight(given: float | None, default: float, available: bool, head: s
     return default
 
 
-def new_settings(options: DistillOptions, dataset: DistillDataset, sizes: list[int]) -> dict[str, Any]:
+def new_settings(options: DistillOptions, dataset: DistillDataset,
+                 sizes: list[int]) -> dict[str, Any]:
     """Settings of a fresh run from the options, defaults and what the labels hold."""
     s = {k: (getattr(options, k) if getattr(options, k) is not None else DEFAULTS[k])
          for k in DEFAULTS}

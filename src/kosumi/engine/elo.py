@@ -139,8 +139,8 @@ class SPRTResult:
         return asdict(self)
 
     def __str__(self) -> str:
-        what = {H0: f"H0 accepted (elo <= {self.elo0:g})", H1: f"H1 accepted (elo >= {self.elo1:g})",
-                CONTINUE: "continue"}[self.verdict]
+        what = {H0: f"H0 accepted (elo <= {self.elo0:g})",
+                H1: f"H1 accepted (elo >= {self.elo1:g})", CONTINUE: "continue"}[self.verdict]
         return (f"SPRT [{self.elo0:g}, {self.elo1:g}]: LLR {self.llr:+.3f} "
                 f"(bounds {self.lower:+.3f}, {self.upper:+.3f}): {what}")
 

@@ -85,7 +85,7 @@ class GTPProcess:
         self,
         command: str | Sequence[str],
         name: str | None = None,
-        cwd: str | os.PathLike | None = None,
+        cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
         stderr_lines: int = 200,
     ):

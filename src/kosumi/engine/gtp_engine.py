@@ -182,10 +182,10 @@ class GTPEngine:
 
     def run(self, stdin: IO[Any] | None = None, stdout: IO[str] | None = None) -> None:
         """Serve GTP until ``quit`` or the end of ``stdin`` (text or binary streams)."""
-        stdin = stdin if stdin is not None else getattr(sys.stdin, "buffer", sys.stdin)
-        stdout = stdout if stdout is not None else sys.stdout
+        inp: IO[Any] = stdin if stdin is not None else getattr(sys.stdin, "buffer", sys.stdin)
+        out = stdout if stdout is not None else sys.stdout
         try:
-            serve(self.handle, stdin, stdout, log=self._log, done=lambda: self.quit_requested)
+            serve(self.handle, inp, out, log=self._log, done=lambda: self.quit_requested)
         finally:
             self.close()
 

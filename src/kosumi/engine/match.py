@@ -361,7 +361,7 @@ def play_match(
     size: int = 9,
     komi: float | None = None,
     swap_colors: bool = False,
-    sgf_dir: str | os.PathLike | None = None,
+    sgf_dir: str | os.PathLike[str] | None = None,
     move_timeout: float = 60.0,
     sprt: tuple[float, float] | None = None,
     max_moves: int | None = None,

@@ -187,11 +187,11 @@ def print_summary(result: MatchResult, console: Console) -> None:
     col = counts["colors"]
     console.print(f"Black won {col['black_wins']}, White won {col['white_wins']}, "
                   f"draws {col['draws']}", highlight=False, soft_wrap=True)
-    forfeits = [g for g in result.games if g.forfeit]
+    forfeits = [(g.index, g.forfeit) for g in result.games if g.forfeit]
     if forfeits:
         console.print(f"forfeits: {len(forfeits)} ("
-                      + ", ".join(f"game {g.index} {g.forfeit.color} {g.forfeit.kind}"
-                                  for g in forfeits) + ")", highlight=False, soft_wrap=True)
+                      + ", ".join(f"game {index} {f.color} {f.kind}" for index, f in forfeits)
+                      + ")", highlight=False, soft_wrap=True)
     disagreements = [g.index for g in result.games if g.referee_agrees is False]
     if disagreements:
         console.print(f"[yellow]score disagreements with the referee in games "

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kosumi import accel
-from kosumi.go.board import GameState
+from kosumi.go.board import GameState, Rules
 from kosumi.go.coords import PASS, RESIGN, policy_move
-from kosumi.runtime.evaluator import Evaluator
+from kosumi.runtime.evaluator import Evaluation, Evaluator
 
 
 @dataclass
@@ -65,6 +65,15 @@ class SearchResult:
     playouts: int = 0  # playouts done by this call (visits minus reused)
 
 
+# what a tree belongs to: size, komi, rules, setup stones, the first player to move
+GameKey = tuple[int, float, Rules, tuple[tuple[int, int], ...], int]
+
+# An unexpanded node's child arrays: empty, shared, and never written (a node is expanded before
+# anything indexes them). Typed as the arrays they become, they need no None check on each use.
+_NO_MOVES: array[int] = array("h")
+_NO_STATS: array[float] = array("d")
+
+
 class Node:
     """A position in the tree. Children are kept in parallel arrays over the legal moves."""
 
@@ -87,14 +96,14 @@ class Node:
 
     def __init__(self, state: GameState):
         self.state = state
-        self.moves: array | None = None  # int16 policy indices of the children (N*N = pass)
-        self.priors: array | None = None  # float64, summing to 1
+        self.moves = _NO_MOVES  # int16 policy indices of the children (N*N = pass)
+        self.priors = _NO_STATS  # float64, summing to 1
         # per-child statistics as float64 arrays (array.array: cheap scalar updates, not tracked
         # by the GC, and a buffer for the C selection): visits (virtual loss included while
         # pending), summed values from this node's mover's view, summed score leads (same view)
-        self.n: array | None = None
-        self.w: array | None = None
-        self.s: array | None = None
+        self.n = _NO_STATS
+        self.w = _NO_STATS
+        self.s = _NO_STATS
         self.children: list[Node | None] = []
         self.visits = 0
         self.value = 0.5  # the net's (or the rules') value for the side to move here
@@ -106,7 +115,7 @@ class Node:
 
     @property
     def expanded(self) -> bool:
-        return self.moves is not None
+        return self.moves is not _NO_MOVES
 
 
 def terminal_value(state: GameState) -> tuple[float, float]:
@@ -122,11 +131,11 @@ class MCTS:
         self.config = config or SearchConfig()
         self.rng = np.random.default_rng(self.config.seed)
         self._root: Node | None = None
-        self._root_key: tuple | None = None
+        self._root_key: tuple[GameKey, tuple[tuple[int, int], ...]] | None = None
 
     # ------------------------------------------------------------------ tree reuse
     @staticmethod
-    def _game_key(state: GameState) -> tuple:
+    def _game_key(state: GameState) -> GameKey:
         return (state.size, state.komi, state.rules, tuple(state.setup), state.start_to_move)
 
     def clear(self) -> None:
@@ -136,12 +145,12 @@ class MCTS:
     def _find_root(self, state: GameState) -> Node:
         cfg = self.config
         key = (self._game_key(state), tuple(state.moves))
-        root = None
+        root: Node | None = None
         if cfg.reuse_tree and self._root is not None and self._root_key is not None:
             old_game, old_moves = self._root_key
             new_moves = key[1]
             if old_game == key[0] and new_moves[: len(old_moves)] == old_moves:
-                node = self._root
+                node: Node | None = self._root
                 for color, mv in new_moves[len(old_moves):]:
                     if node is None or not node.expanded or node.state.to_move != color:
                         node = None
@@ -159,7 +168,7 @@ class MCTS:
         return root
 
     # ------------------------------------------------------------------ expansion
-    def _expand(self, node: Node, ev) -> None:
+    def _expand(self, node: Node, ev: Evaluation) -> None:
         # children: the moves with a prior > 0, and always pass (finished games must stay
         # reachable even when its prior underflowed to 0); see kosumi.accel.policy_children
         move_bytes, prior_bytes = accel.policy_children(ev.policy)
@@ -178,7 +187,8 @@ class MCTS:
         cfg = self.config
         if cfg.dirichlet_alpha > 0 and node.expanded and len(node.priors) > 1:
             noise = self.rng.dirichlet([cfg.dirichlet_alpha] * len(node.priors))
-            mixed = (1 - cfg.noise_fraction) * np.frombuffer(node.priors) + cfg.noise_fraction * noise
+            mixed = ((1 - cfg.noise_fraction) * np.frombuffer(node.priors)
+                     + cfg.noise_fraction * noise)
             node.priors = array("d", (mixed / mixed.sum()).tobytes())
 
     # ------------------------------------------------------------------ selection
@@ -274,7 +284,9 @@ class MCTS:
             if gc_was_enabled:
                 gc.enable()
 
-    def _search(self, state, visits, time_limit, stop, callback, callback_interval):
+    def _search(self, state: GameState, visits: int | None, time_limit: float | None,
+                stop: threading.Event | None, callback: Callable[[SearchResult], None] | None,
+                callback_interval: float) -> SearchResult:
         cfg = self.config
         target = cfg.visits if visits is None else visits
         t0 = time.perf_counter()
@@ -348,7 +360,7 @@ class MCTS:
             self._add_ownership(root, own_rows, own_signs)
 
     def _pv(self, node: Node | None, limit: int = 20) -> list[int]:
-        pv = []
+        pv: list[int] = []
         while node is not None and node.expanded and len(pv) < limit and node.visits > 0:
             i = int(np.argmax(np.frombuffer(node.n)))
             if node.n[i] <= 0:
@@ -374,11 +386,13 @@ class MCTS:
                 has_score = root.score is not None or (child is not None and child.terminal)
                 infos.append(MoveInfo(
                     move=mv, visits=int(nv), winrate=q, prior=float(root.priors[i]), lcb=lcb,
-                    pv=[mv, *self._pv(child)], score_lead=float(root.s[i] / nv) if has_score else None,
+                    pv=[mv, *self._pv(child)],
+                    score_lead=float(root.s[i] / nv) if has_score else None,
                 ))
         tot = float(sum(root.n)) if root.expanded else 0.0
         winrate = float(sum(root.w) / tot) if tot > 0 else root.value
-        own = None if root.own_sum is None else (root.own_sum / max(root.own_n, 1)).astype(np.float32)
+        own = (None if root.own_sum is None
+               else (root.own_sum / max(root.own_n, 1)).astype(np.float32))
         return SearchResult(
             moves=infos, root_winrate=winrate, visits=int(root.visits),
             elapsed=time.perf_counter() - t0, ownership=own,

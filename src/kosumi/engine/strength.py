@@ -5,12 +5,13 @@ the net was the first engine (any number of matches, colours swapped or not), co
 games themselves: wins, draws, losses, as Black and as White, forfeits, and the first engine's
 Elo with its 95% interval (``engine.elo``). The row carries the net's size: its file's bytes and
 parameter count. The opponent is named as its engine label without ``--seed``, since matches
-usually differ by the seed alone. ``write_strength_table`` / ``read_strength_table`` keep the rows as JSON::
+usually differ by the seed alone. ``write_strength_table`` / ``read_strength_table`` keep the
+rows as JSON::
 
     {"format": "kosumi-strength", "version": 1, "opponent": "...", "board_size": 9,
-     "rows": [{"name", "model", "sha256", "arch", "params", "bytes", "games", "wins", "draws", "losses",
-               "black": [w, l], "white": [w, l], "forfeits", "score", "elo", "low", "high",
-               "capped", "matches"}, ...]}
+     "rows": [{"name", "model", "sha256", "arch", "params", "bytes", "games", "wins", "draws",
+               "losses", "black": [w, l], "white": [w, l], "forfeits", "score", "elo", "low",
+               "high", "capped", "matches"}, ...]}
 
 ``kosumi viz --strength TABLE.json`` draws it (strength against bytes), and
 ``benchmarks/size_vs_strength.py`` writes it.
@@ -52,7 +53,7 @@ def _read_match(path: Path) -> dict[str, Any]:
     return data
 
 
-def _count(matches: list[str | os.PathLike]) -> dict[str, Any]:
+def _count(matches: list[str | os.PathLike[str]]) -> dict[str, Any]:
     """The first engine's games of ``matches``, counted from the games themselves."""
     out: dict[str, Any] = {"wins": 0, "draws": 0, "losses": 0, "forfeits": 0,
                            "black": [0, 0], "white": [0, 0]}  # colour: [wins, losses]
@@ -82,8 +83,8 @@ def _count(matches: list[str | os.PathLike]) -> dict[str, Any]:
     return out
 
 
-def strength_row(name: str, model: str | os.PathLike,
-                 matches: list[str | os.PathLike]) -> dict[str, Any]:
+def strength_row(name: str, model: str | os.PathLike[str],
+                 matches: list[str | os.PathLike[str]]) -> dict[str, Any]:
     """One net's row: the games of its matches (it is each match's first engine) summed."""
     from kosumi.nets.formats import read_model
     from kosumi.nets.inspect import describe_checkpoint_parts
@@ -104,7 +105,7 @@ def strength_row(name: str, model: str | os.PathLike,
             "matches": [str(m) for m in matches]}
 
 
-def write_strength_table(rows: list[dict[str, Any]], out: str | os.PathLike) -> dict[str, Any]:
+def write_strength_table(rows: list[dict[str, Any]], out: str | os.PathLike[str]) -> dict[str, Any]:
     """The table of ``rows`` (smallest file first), written atomically."""
     opponents = {r.get("opponent") for r in rows}
     table = {"format": FORMAT, "version": VERSION,
@@ -116,7 +117,7 @@ def write_strength_table(rows: list[dict[str, Any]], out: str | os.PathLike) -> 
     return table
 
 
-def read_strength_table(path: str | os.PathLike) -> dict[str, Any]:
+def read_strength_table(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A table written by ``write_strength_table``; KosumiError naming the file and field."""
     path = Path(path)
     data = _read_json(path, "strength table")

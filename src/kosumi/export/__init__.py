@@ -23,7 +23,7 @@ def export_formats() -> dict[str, str]:
     return {f.name: f.description for f in writable_formats()}
 
 
-def export_model(source: str | os.PathLike, fmt: str, out: str | os.PathLike,
+def export_model(source: str | os.PathLike[str], fmt: str, out: str | os.PathLike[str],
                  **options: Any) -> str:
     """Export ``source`` to ``out`` in format ``fmt``; returns the writer's summary line.
     ``options`` go to the writer (``precision``, ``batch`` for TensorRT, ...)."""

@@ -107,7 +107,7 @@ class TensorRow:
 
 def train_dictionary(tensors: dict[str, np.ndarray]) -> zstandard.ZstdCompressionDict | None:
     """A zstd dictionary trained on samples of the net's own tensors (None when too small)."""
-    samples = []
+    samples: list[bytes | bytearray | memoryview] = []
     for arr in tensors.values():
         data = np.ascontiguousarray(arr).tobytes()
         for start in range(0, len(data), 4096):
@@ -126,7 +126,8 @@ def compressibility(tensors: dict[str, np.ndarray], codecs: tuple[str, ...] = CO
     """Every tensor x layout x codec (see the module docstring). The codecs release the GIL:
     ``workers`` threads (default: the CPUs) compress side by side; the figures do not depend
     on how many."""
-    rows, jobs = [], []
+    rows: list[TensorRow] = []
+    jobs: list[tuple[TensorRow, str, str, bytes]] = []  # (row, layout, codec, data)
     for name, arr in tensors.items():
         arr = np.ascontiguousarray(arr)
         row = TensorRow(name=name, dtype=str(arr.dtype), shape=list(arr.shape), raw=arr.nbytes,

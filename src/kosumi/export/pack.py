@@ -59,7 +59,9 @@ def pack_checkpoint(checkpoint: Checkpoint, rows: list[TensorRow] | None = None
     tensors = {k: np.ascontiguousarray(v) for k, v in checkpoint.tensors.items()}
     if rows is None:
         rows = compressibility(tensors, (PACK_CODEC,))
-    entries, stored, blobs = [], [], []
+    entries: list[dict[str, Any]] = []
+    stored: list[bytes] = []
+    blobs: list[np.ndarray] = []
     chosen: dict[str, int] = {}
     for row in rows:
         arr = tensors[row.name]
@@ -76,7 +78,7 @@ def pack_checkpoint(checkpoint: Checkpoint, rows: list[TensorRow] | None = None
                   "entropy_bytes": round(sum(r.entropy for r in rows))}
 
 
-def write_pack_model(checkpoint: Checkpoint, out: str | os.PathLike, source: str = "net",
+def write_pack_model(checkpoint: Checkpoint, out: str | os.PathLike[str], source: str = "net",
                      **_: Any) -> str:
     """The export target ``pack``: write and summarise."""
     data, info = pack_checkpoint(checkpoint)

@@ -143,7 +143,7 @@ def build_engine(checkpoint: Checkpoint, precision: str = "fp16", batch: str = "
     return bytes(serialized), header
 
 
-def write_plan_model(checkpoint: Checkpoint, out: str | os.PathLike, precision: str = "fp16",
+def write_plan_model(checkpoint: Checkpoint, out: str | os.PathLike[str], precision: str = "fp16",
                      batch: str = "1,16,64", sizes: str | None = None,
                      device: str = "cuda", **_: Any) -> str:
     """``kosumi export --format tensorrt``: build and write a kosumi plan; a summary line."""

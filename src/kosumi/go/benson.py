@@ -174,7 +174,8 @@ def _benson(chains: list[list[int]], regions: _Regions, nb: Sequence[Sequence[in
                             count[c2] -= 1
     return killed, bad_region
 
-def pass_alive(board, size: int, color: int, suicide_legal: bool = False) -> PassAlive:
+def pass_alive(board: bytes | bytearray, size: int, color: int,
+               suicide_legal: bool = False) -> PassAlive:
     """Benson's analysis of ``color``'s chains (see the module docstring)."""
     b = bytes(board)
     nn = size * size
@@ -194,7 +195,7 @@ def pass_alive(board, size: int, color: int, suicide_legal: bool = False) -> Pas
     return PassAlive(stones, terr, bigm)
 
 
-def area_map(board, size: int, suicide_legal: bool = False) -> np.ndarray:
+def area_map(board: bytes | bytearray, size: int, suicide_legal: bool = False) -> np.ndarray:
     """KataGo's area (int8 [N*N]: 1 black, 2 white, 0 neither); see the module docstring.
 
     ``suicide_legal``: compute pass-aliveness as if multi-stone suicide were legal (KataGo's

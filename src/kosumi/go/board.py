@@ -53,7 +53,7 @@ class Rules:
     suicide: bool = False  # multi-stone suicide legal?
     scoring: str = "area"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.ko not in (KO_SIMPLE, KO_POSITIONAL):
             raise ValueError(f"unknown ko rule {self.ko!r} (use 'simple' or 'positional')")
         if self.scoring != "area":
@@ -473,7 +473,8 @@ class GameState:
     def place_setup(self, color: int, points: list[int], to_move: int | None = None) -> None:
         """Add setup stones (handicap, SGF AB/AW) before the first move.
 
-        After Black-only setup stones (handicap) White moves first unless ``to_move`` says otherwise.
+        After Black-only setup stones (handicap) White moves first unless ``to_move`` says
+        otherwise.
         """
         if self.moves:
             raise IllegalMove("setup stones must be placed before the first move")
@@ -526,7 +527,8 @@ class GameState:
                 if state.board[p] != EMPTY:
                     state._remove_chain(state.head[p])
         owner = state.area_ownership()
-        return float(np.count_nonzero(owner == BLACK) - np.count_nonzero(owner == WHITE)) - self.komi
+        return (float(np.count_nonzero(owner == BLACK) - np.count_nonzero(owner == WHITE))
+                - self.komi)
 
     # ------------------------------------------------------------------ display
     def rows(self) -> list[str]:

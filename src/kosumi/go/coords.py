@@ -149,7 +149,8 @@ def symmetry_permutation(size: int, sym: int) -> np.ndarray:
 
 
 def inverse_symmetry(sym: int) -> int:
-    """The symmetry that undoes ``sym`` (transposition combined with one flip is not an involution)."""
+    """The symmetry that undoes ``sym`` (transposition combined with one flip is not an
+    involution)."""
     return {5: 6, 6: 5}.get(sym, sym)
 
 

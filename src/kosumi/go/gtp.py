@@ -80,8 +80,9 @@ def preprocess(line: str) -> str:
 def parse_command(line: str) -> Command | None:
     """Preprocess and split one line; None for a line to skip (empty or comment only).
 
-    A first token made only of ASCII digits (at most ``MAX_ID_DIGITS``) is the id. A line with an id and no command name
-    yields a command with the empty name (the engine answers ``unknown command``).
+    A first token made only of ASCII digits (at most ``MAX_ID_DIGITS``) is the id. A line with an
+    id and no command name yields a command with the empty name (the engine answers ``unknown
+    command``).
     """
     text = preprocess(line)
     if not text:

@@ -50,10 +50,10 @@ class LadderFeatures:
     size: int = 0
     board: bytes = b""
     ko: int = 0  # padded location of the ko point, 0 for none
-    records: dict = field(default_factory=dict, repr=False)  # sorted stones -> _ChainRecord
+    records: dict[tuple[int, ...], _ChainRecord] = field(default_factory=dict, repr=False)
 
 
-_cache: OrderedDict[tuple, LadderFeatures] = OrderedDict()
+_cache: OrderedDict[tuple[int, int, bytes], LadderFeatures] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -76,7 +76,7 @@ def _reusable(rec: _ChainRecord, diff: list[int], w: int, ko_old: int, ko_new: i
     return ko_old == ko_new or (ko_old not in rec.libs and ko_new not in rec.libs)
 
 
-def ladder_features(board, size: int, ko: int = -1, cache: bool = True,
+def ladder_features(board: bytes | bytearray, size: int, ko: int = -1, cache: bool = True,
                     hint: LadderFeatures | None = None) -> LadderFeatures:
     """Ladder-captured stones and ladder-working moves of every 1-2 liberty chain on ``board``.
 
@@ -102,9 +102,10 @@ def ladder_features(board, size: int, ko: int = -1, cache: bool = True,
     if cand:
         to_loc, to_pt, w = lb.to_loc, lb.to_pt, lb.w
         diff: list[int] = []
-        old_records: dict = {}
+        old_records: dict[tuple[int, ...], _ChainRecord] = {}
+        old_ko = 0
         if hint is not None and hint.size == size and len(hint.board) == nn:
-            old_records = hint.records
+            old_records, old_ko = hint.records, hint.ko
             hb = hint.board
             diff = [to_loc[p] for p in range(nn) if hb[p] != b[p]]
         done = bytearray(nn)
@@ -119,14 +120,14 @@ def ladder_features(board, size: int, ko: int = -1, cache: bool = True,
                 done[q] = 1
             rkey = tuple(pts)
             rec = old_records.get(rkey)
-            if rec is None or not _reusable(rec, diff, w, hint.ko, lb.ko):  # type: ignore
+            if rec is None or not _reusable(rec, diff, w, old_ko, lb.ko):
                 if libs[p] == 1:
-                    hit = captured_defender_first(lb, loc)
+                    taken = captured_defender_first(lb, loc)
                     moves: tuple[int, ...] = ()
                 else:
                     moves = tuple(sorted(to_pt[m] for m in working_moves(lb, loc)))
-                    hit = bool(moves)
-                rec = _ChainRecord(hit, moves, tuple(chain_libs),
+                    taken = bool(moves)
+                rec = _ChainRecord(taken, moves, tuple(chain_libs),
                                    array("H", lb.reads).tobytes())
             records[rkey] = rec
             if rec.captured:
@@ -135,9 +136,9 @@ def ladder_features(board, size: int, ko: int = -1, cache: bool = True,
                 base = b[p] * nn
                 for m in rec.working:
                     working[base + m] = 1
-    captured = np.frombuffer(bytes(captured), dtype=bool)
-    working = np.frombuffer(bytes(working), dtype=np.uint8).reshape(3, nn)
-    result = LadderFeatures(captured, working, size, b, lb.ko, records)
+    result = LadderFeatures(np.frombuffer(bytes(captured), dtype=bool),
+                            np.frombuffer(bytes(working), dtype=np.uint8).reshape(3, nn),
+                            size, b, lb.ko, records)
     if cache:
         with _cache_lock:
             _cache[key] = result

@@ -76,7 +76,7 @@ class LadderBoard:
 
     __slots__ = ("c", "depth_limit", "ko", "nodes", "reads", "size", "to_loc", "to_pt", "w")
 
-    def __init__(self, board, size: int, ko: int = -1):
+    def __init__(self, board: bytes | bytearray, size: int, ko: int = -1) -> None:
         w, to_loc, to_pt, loc_index, base = _geometry(size)
         self.size = size
         self.w = w
@@ -490,7 +490,7 @@ class LadderBoard:
 
 
 # ====================================================================================== API
-def _start(board, size: int, point: int, ko: int) -> tuple[LadderBoard, int]:
+def _start(board: bytes | bytearray, size: int, point: int, ko: int) -> tuple[LadderBoard, int]:
     lb = LadderBoard(board, size, ko)
     loc = lb.to_loc[point]
     if lb.c[loc] not in (BLACK, WHITE):
@@ -515,7 +515,7 @@ def captured_defender_first(lb: LadderBoard, loc: int) -> bool:
         lb.ko = saved_ko
 
 
-def is_ladder_captured(board, size: int, point: int, ko: int = -1) -> bool:
+def is_ladder_captured(board: bytes | bytearray, size: int, point: int, ko: int = -1) -> bool:
     """Is the chain at ``point`` (exactly one liberty) captured in a ladder, its owner to move?
 
     False for chains with two or more liberties (use ``ladder_working_moves``)."""
@@ -546,7 +546,8 @@ def working_moves(lb: LadderBoard, loc: int) -> list[int]:
     return out
 
 
-def ladder_working_moves(board, size: int, point: int, ko: int = -1) -> list[int]:
+def ladder_working_moves(board: bytes | bytearray, size: int, point: int,
+                         ko: int = -1) -> list[int]:
     """The attacker's moves (flat indices) that capture the chain at ``point`` (exactly two
     liberties) in a ladder, the attacker moving first; [] when the ladder fails."""
     lb, loc = _start(board, size, point, ko)

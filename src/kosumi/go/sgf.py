@@ -119,7 +119,8 @@ def _parse(data: bytes, source: str, rules: Rules | str) -> GameRecord:
     try:
         komi = float(game.get_komi())
     except ValueError:
-        raise KosumiError(f"{source}: bad komi KM[{root.get_raw('KM').decode(errors='replace')}]") from None
+        raise KosumiError(f"{source}: bad komi "
+                          f"KM[{root.get_raw('KM').decode(errors='replace')}]") from None
     try:
         handicap = game.get_handicap() or 0
     except ValueError:
@@ -168,7 +169,7 @@ def _parse(data: bytes, source: str, rules: Rules | str) -> GameRecord:
     return record
 
 
-def load_game(path: str | os.PathLike, rules: Rules | str = "chinese") -> GameRecord:
+def load_game(path: str | os.PathLike[str], rules: Rules | str = "chinese") -> GameRecord:
     """Read and check an SGF file (see ``parse_sgf``)."""
     path = Path(path)
     try:
@@ -230,11 +231,12 @@ def state_to_sgf(
         node.set_move(_LETTER_OF[color], None if p == PASS else point_to_sgfmill(p, size))
         if comments.get(number):
             node.set("C", comments[number])
-    return game.serialise()
+    data: bytes = game.serialise()  # sgfmill is untyped
+    return data
 
 
 def save_game(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     state: GameState,
     result: str | None = None,
     black: str | None = None,

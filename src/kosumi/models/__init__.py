@@ -24,13 +24,13 @@ EMBEDDED = {DEFAULT_NAME: (DEFAULT_MODEL, "the embedded default net"),
             TINY_NAME: (TINY_MODEL, "the embedded tiny pack")}
 
 
-def embedded_name(path: str | os.PathLike) -> str | None:
+def embedded_name(path: str | os.PathLike[str]) -> str | None:
     """The embedded net's name when ``path`` is one of its files, else None."""
     p = Path(path).resolve()
     return next((name for name, (file, _) in EMBEDDED.items() if p == file), None)
 
 
-def resolve_model(path: str | os.PathLike) -> Path:
+def resolve_model(path: str | os.PathLike[str]) -> Path:
     """A model argument -> a file path: ``default`` and ``tiny`` are the embedded nets."""
     name = os.fspath(path)
     if name in EMBEDDED and not Path(name).exists():

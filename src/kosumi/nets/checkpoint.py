@@ -89,7 +89,8 @@ def checkpoint_bytes(tensors: dict[str, Any], config: NetConfig,
     return save(arrays, metadata=meta)
 
 
-def save_checkpoint(path: str | os.PathLike, net_or_tensors: Any, config: NetConfig | None = None,
+def save_checkpoint(path: str | os.PathLike[str], net_or_tensors: Any,
+                    config: NetConfig | None = None,
                     metadata: dict[str, str] | None = None) -> int:
     """Write a checkpoint atomically; return its size in bytes.
 
@@ -129,7 +130,7 @@ def _read_header(path: Path, data: bytes) -> tuple[dict[str, Any], int]:
     return header, 8 + n
 
 
-def sniff_checkpoint(path: str | os.PathLike) -> bool:
+def sniff_checkpoint(path: str | os.PathLike[str]) -> bool:
     """Does the file start like a safetensors file (a kosumi checkpoint or a broken one)?"""
     try:
         with open(path, "rb") as f:
@@ -142,7 +143,7 @@ def sniff_checkpoint(path: str | os.PathLike) -> bool:
     return 2 <= n <= MAX_HEADER_BYTES
 
 
-def read_checkpoint(path: str | os.PathLike) -> Checkpoint:
+def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     """Read and validate a kosumi checkpoint (torch-free). Raises KosumiError."""
     path = Path(path)
     try:
@@ -183,7 +184,8 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpoint:
         arr = np.frombuffer(body[begin:end], dtype=dtype).reshape(shape)
         if info["dtype"] == "BF16":
             arr = (arr.astype(np.uint32) << 16).view(np.float32)
-        arr = arr.astype(np.float32 if info["dtype"] in ("F64", "BF16") else dtype.newbyteorder("="))
+        arr = arr.astype(np.float32 if info["dtype"] in ("F64", "BF16")
+                         else dtype.newbyteorder("="))
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise KosumiError(f"{what}: holds NaN or inf values")
         tensors[name] = arr
@@ -193,7 +195,7 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpoint:
     return Checkpoint(config=config, tensors=tensors, metadata=dict(meta))
 
 
-def check_tensors(path: str | os.PathLike, tensors: dict[str, np.ndarray],
+def check_tensors(path: str | os.PathLike[str], tensors: dict[str, np.ndarray],
                   expected: dict[str, tuple[int, ...]], extra: list[str] | None = None) -> None:
     """Missing, extra or wrongly shaped tensors -> KosumiError naming the file and the tensor.
     ``extra`` names tensors the config declares beyond the architecture's (any shape)."""
@@ -212,7 +214,7 @@ def check_tensors(path: str | os.PathLike, tensors: dict[str, np.ndarray],
                           "config)")
 
 
-def build_net(checkpoint: Checkpoint, path: str | os.PathLike = "checkpoint") -> Any:
+def build_net(checkpoint: Checkpoint, path: str | os.PathLike[str] = "checkpoint") -> Any:
     """The torch module of a net in memory, in eval mode, float32 (needs torch): a ``KosumiNet``
     (conv and lz heads) or a ``KataGoNet`` (katago head). Missing, extra or wrongly shaped
     tensors -> KosumiError naming ``path`` and the tensor; integer (quantized) weights ->
@@ -223,7 +225,7 @@ def build_net(checkpoint: Checkpoint, path: str | os.PathLike = "checkpoint") ->
     if config.family == "katago":
         from kosumi.nets.katago_net import KataGoNet
 
-        net = KataGoNet(config)
+        net: torch.nn.Module = KataGoNet(config)
     else:
         from kosumi.nets.resnet import KosumiNet
 
@@ -247,12 +249,12 @@ def architecture_tensors(net: Any) -> dict[str, Any]:
     return {k: v for k, v in net.state_dict().items() if not k.endswith("num_batches_tracked")}
 
 
-def load_net(path: str | os.PathLike) -> KosumiNet:
+def load_net(path: str | os.PathLike[str]) -> KosumiNet:
     """Read a checkpoint file into a ``KosumiNet`` in eval mode (needs torch)."""
     return build_net(read_checkpoint(path), path)
 
 
-def write_checkpoint_model(checkpoint: Checkpoint, out: str | os.PathLike,
+def write_checkpoint_model(checkpoint: Checkpoint, out: str | os.PathLike[str],
                            source: str = "net", **_: Any) -> str:
     """``kosumi export --format kosumi``: any net kosumi reads (a KataGo or Leela Zero file
     included) as a kosumi checkpoint; a summary line."""

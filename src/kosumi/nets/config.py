@@ -283,7 +283,8 @@ class NetConfig:
         return cls.from_dict(data, source)
 
     def describe(self) -> str:
-        """A one-line human summary, e.g. ``b6c64 basic conv head, wdl+score+ownership, 9,13,19``."""
+        """A one-line human summary, e.g. ``b6c64 basic conv head, wdl+score+ownership,
+        9,13,19``."""
         outs = [self.value] + (["score"] if self.score_lead else []) + (
             ["ownership"] if self.ownership else [])
         sizes = _size_ranges(self.board_sizes)

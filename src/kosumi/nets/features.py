@@ -98,7 +98,8 @@ def get_feature_set(name: str) -> FeatureSet:
         importlib.import_module(LAZY_FEATURE_SETS[name])
         fs = FEATURE_SETS.get(name)
     if fs is None:
-        raise KosumiError(f"unknown feature set {name!r} (known: {', '.join(known_feature_sets())})")
+        raise KosumiError(f"unknown feature set {name!r} "
+                          f"(known: {', '.join(known_feature_sets())})")
     return fs
 
 

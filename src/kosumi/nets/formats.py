@@ -95,7 +95,7 @@ def _head(path: Path) -> bytes:
         raise KosumiError(f"{path}: cannot read model file ({e.strerror or e})") from None
 
 
-def detect_format(path: str | os.PathLike) -> ModelFormat:
+def detect_format(path: str | os.PathLike[str]) -> ModelFormat:
     """The registered format that claims the file (``default``, ``tiny``: the embedded nets);
     KosumiError if none does or the file cannot be read."""
     from kosumi.models import resolve_model
@@ -109,7 +109,7 @@ def detect_format(path: str | os.PathLike) -> ModelFormat:
     raise KosumiError(f"{path}: unsupported model format (known: {known})")
 
 
-def read_model(path: str | os.PathLike) -> tuple[ModelFormat, Checkpoint]:
+def read_model(path: str | os.PathLike[str]) -> tuple[ModelFormat, Checkpoint]:
     """Detect the format and read the file: (format, the net in memory)."""
     from kosumi.models import resolve_model
 
@@ -118,7 +118,7 @@ def read_model(path: str | os.PathLike) -> tuple[ModelFormat, Checkpoint]:
     return fmt, fmt.read_model(path)
 
 
-def read_net(path: str | os.PathLike, what: str = "read") -> Checkpoint:
+def read_net(path: str | os.PathLike[str], what: str = "read") -> Checkpoint:
     """A model file's config and tensors (any format with tensors); a runtime artefact (ONNX,
     TensorRT) -> KosumiError saying that it cannot be ``what``-ed."""
     fmt, ckpt = read_model(path)

@@ -27,7 +27,7 @@ from typing import Any
 from kosumi.errors import KosumiError
 
 
-def describe_model(path: str | os.PathLike) -> dict[str, Any]:
+def describe_model(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Describe any supported model file (see the module docstring). Raises KosumiError."""
     from kosumi.models import resolve_model
     from kosumi.nets.formats import detect_format
@@ -82,7 +82,7 @@ def format_description(info: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------- kosumi checkpoints
-def describe_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+def describe_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Describe a kosumi checkpoint (read and validated without torch)."""
     from kosumi.nets.checkpoint import read_checkpoint
 

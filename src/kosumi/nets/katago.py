@@ -46,6 +46,7 @@ in ``kosumi.nets.katago_net``. This module needs numpy only (no torch).
 
 from __future__ import annotations
 
+import builtins
 import os
 import re
 import zlib
@@ -132,7 +133,9 @@ class _Stream:
             raise self.fail(layer, f"expected {what} (a number), found {shown!r}") from None
         return value
 
-    def _text_floats(self, start: int, count: int, layer: str, what: str) -> np.ndarray:
+    # (below the int and float methods, the builtins need their module's name in annotations)
+    def _text_floats(self, start: builtins.int, count: builtins.int, layer: str, what: str
+                     ) -> np.ndarray:
         """``count`` ASCII floats from ``start`` (vectorised: split a slice, convert at once)."""
         data, n = self.data, len(self.data)
         # every ASCII float takes at least 2 bytes (a digit and a separator)
@@ -162,7 +165,7 @@ class _Stream:
                                            "not a number") from None
             raise
 
-    def floats(self, count: int, layer: str, what: str) -> np.ndarray:
+    def floats(self, count: builtins.int, layer: str, what: str) -> np.ndarray:
         """A float block of ``count`` values (binary ``@BIN@`` or text), checked finite."""
         data, n = self.data, len(self.data)
         i = self.pos
@@ -298,7 +301,7 @@ def _read_block(s: _Stream, version: int, trunk_c: int, widths: dict[str, int]) 
 # ================================================================================ file level
 
 
-def _read_bytes(path: str | os.PathLike) -> tuple[bytes, bool]:
+def _read_bytes(path: str | os.PathLike[str]) -> tuple[bytes, bool]:
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -386,14 +389,14 @@ def parse_katago(data: bytes, path: str = "<memory>", gzipped: bool = False) -> 
     )
 
 
-def read_katago(path: str | os.PathLike) -> KataGoModelDesc:
+def read_katago(path: str | os.PathLike[str]) -> KataGoModelDesc:
     """Read and validate a KataGo model file (gzip and binary/text detected from content)."""
     data, gz = _read_bytes(path)
     return parse_katago(data, str(path), gzipped=gz)
 
 
 # ================================================================================ sniffing
-def _head_bytes(path: str | os.PathLike, limit: int = 1024) -> bytes:
+def _head_bytes(path: str | os.PathLike[str], limit: int = 1024) -> bytes:
     """The first ``limit`` bytes of the (decompressed) file; b"" when unreadable."""
     try:
         with open(path, "rb") as f:
@@ -421,13 +424,13 @@ def sniff_katago(head: bytes) -> bool:
     return 1 <= int(toks[1]) <= 99 and b"trunk" in toks[4:]
 
 
-def is_katago_file(path: str | os.PathLike) -> bool:
+def is_katago_file(path: str | os.PathLike[str]) -> bool:
     """Cheap check: is ``path`` a KataGo model (any version; gzipped or not)?"""
     return sniff_katago(_head_bytes(path))
 
 
 # ================================================================================ description
-def describe_katago(path: str | os.PathLike) -> dict[str, Any]:
+def describe_katago(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What ``kosumi inspect`` shows for a KataGo model. Raises KosumiError on a bad file."""
     desc = read_katago(path)
     return describe_desc(desc)
@@ -538,6 +541,6 @@ def katago_checkpoint(desc: KataGoModelDesc) -> Checkpoint:
                       metadata={"source": os.path.basename(desc.path)})
 
 
-def read_katago_model(path: str | os.PathLike) -> Checkpoint:
+def read_katago_model(path: str | os.PathLike[str]) -> Checkpoint:
     """Read a KataGo model file as (config, tensors). Raises KosumiError on a bad file."""
     return katago_checkpoint(read_katago(path))

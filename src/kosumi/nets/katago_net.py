@@ -31,6 +31,9 @@ from kosumi.nets.config import NetConfig
 class Affine(nn.Module):
     """A batch norm at inference: y = x * scale + bias, per channel."""
 
+    scale: torch.Tensor  # buffers (registered in __init__)
+    bias: torch.Tensor
+
     def __init__(self, channels: int):
         super().__init__()
         self.register_buffer("scale", torch.ones(channels))

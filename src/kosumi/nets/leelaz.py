@@ -1,8 +1,8 @@
 """Leela Zero weights (text format, versions 1 and 2, plain or gzip): reader and writer.
 
-The format (see FORMATS.md in the shared docs; checked against the Debian ``leelaz`` 0.17 binary): line 1
-is the version, ``1`` (value from the side to move's view) or ``2`` (value from Black's view, as
-in ELF OpenGo). Then one tensor per line, space-separated ASCII floats:
+The format (see FORMATS.md in the shared docs; checked against the Debian ``leelaz`` 0.17
+binary): line 1 is the version, ``1`` (value from the side to move's view) or ``2`` (value from
+Black's view, as in ELF OpenGo). Then one tensor per line, space-separated ASCII floats:
 
     input conv group     weights [C][18][3][3], biases [C], bn means [C], bn variances [C]
     residual block x B   two such groups, 3x3 C -> C (8 lines)
@@ -408,7 +408,7 @@ def parse_leelaz(data: bytes, source: str = "<memory>") -> LeelaZeroWeights:
                             source=source, gzipped=gzipped)
 
 
-def read_leelaz(path: str | os.PathLike) -> LeelaZeroWeights:
+def read_leelaz(path: str | os.PathLike[str]) -> LeelaZeroWeights:
     """Read and validate a Leela Zero weights file. Raises KosumiError (one line)."""
     try:
         data = Path(path).read_bytes()
@@ -435,7 +435,7 @@ def leelaz_bytes(weights: LeelaZeroWeights, gzipped: bool = False,
     return gzip.compress(text, compresslevel=6, mtime=0) if gzipped else text
 
 
-def write_leelaz(path: str | os.PathLike, weights: LeelaZeroWeights,
+def write_leelaz(path: str | os.PathLike[str], weights: LeelaZeroWeights,
                  gzipped: bool | None = None) -> int:
     """Validate and write ``weights`` atomically; gzip when ``gzipped`` (default: the name ends
     in ``.gz``). Returns the number of bytes written."""
@@ -475,7 +475,7 @@ def sniff_leelaz(head: bytes) -> bool:
     return enough and not b"".join(tokens).translate(None, _NUMBER_BYTES)
 
 
-def is_leelaz_file(path: str | os.PathLike) -> bool:
+def is_leelaz_file(path: str | os.PathLike[str]) -> bool:
     """Cheap check of a file's first bytes (see ``sniff_leelaz``)."""
     try:
         with open(path, "rb") as f:
@@ -504,18 +504,18 @@ def describe_weights(weights: LeelaZeroWeights) -> dict[str, Any]:
     }
 
 
-def describe_leelaz(path: str | os.PathLike) -> dict[str, Any]:
+def describe_leelaz(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read and describe a Leela Zero weights file. Raises KosumiError on a bad file."""
     return describe_weights(read_leelaz(path))
 
 
 # ---------------------------------------------------------------------------- as a kosumi net
-def read_leelaz_model(path: str | os.PathLike) -> Any:
+def read_leelaz_model(path: str | os.PathLike[str]) -> Any:
     """A Leela Zero file as a kosumi net in memory: ``Checkpoint(config, tensors)``."""
     return read_leelaz(path).to_checkpoint()
 
 
-def write_leelaz_model(checkpoint: Any, out: str | os.PathLike, source: str = "net",
+def write_leelaz_model(checkpoint: Any, out: str | os.PathLike[str], source: str = "net",
                        **_: Any) -> str:
     """Write an ``lz``-head net (``Checkpoint``) as Leela Zero weights (version 2 when its
     value is Black's, else 1); gzip when ``out`` ends in ``.gz``. Returns a summary line."""

@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -265,9 +266,10 @@ class _QdqBuilder(_OnnxBuilder):
 def _output_dims(name: str, config: NetConfig, size: str | int) -> list[str | int]:
     points = "points" if isinstance(size, str) else size * size
     moves = "moves" if isinstance(size, str) else size * size + 1
-    return {"policy": ["batch", moves], "value": ["batch", config.value_outputs],
-            "score_lead": ["batch"], "ownership": ["batch", points],
-            "score": ["batch", 4]}[name]
+    dims: dict[str, list[str | int]] = {
+        "policy": ["batch", moves], "value": ["batch", config.value_outputs],
+        "score_lead": ["batch"], "ownership": ["batch", points], "score": ["batch", 4]}
+    return dims[name]
 
 
 def onnx_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: str = "fp32",
@@ -340,7 +342,7 @@ def onnx_bytes(config: NetConfig, tensors: dict[str, np.ndarray], precision: str
     return model.SerializeToString()
 
 
-def write_onnx_model(checkpoint: Checkpoint, out: str | os.PathLike, precision: str = "fp32",
+def write_onnx_model(checkpoint: Checkpoint, out: str | os.PathLike[str], precision: str = "fp32",
                      source: str = "net", **_: Any) -> str:
     """``kosumi export --format onnx``: write the net as ONNX atomically; a summary line."""
     from kosumi.fileio import atomic_write, output_errors
@@ -375,6 +377,7 @@ def sniff_onnx(path: Path, head: bytes) -> bool:
 
 def _load_meta(path: Path) -> tuple[dict[str, str], Any]:
     """(metadata_props, the ModelProto or None) of an ONNX file; KosumiError if corrupt."""
+    onnx: ModuleType | None
     try:
         import onnx
     except ImportError:
@@ -402,7 +405,7 @@ def _load_meta(path: Path) -> tuple[dict[str, str], Any]:
     return dict(sess.get_modelmeta().custom_metadata_map), None
 
 
-def read_onnx_model(path: str | os.PathLike) -> Checkpoint:
+def read_onnx_model(path: str | os.PathLike[str]) -> Checkpoint:
     """An ONNX file's kosumi config (no tensors: the file runs as it is). KosumiError for a
     corrupt file or one without kosumi metadata."""
     path = Path(path)
@@ -415,7 +418,7 @@ def read_onnx_model(path: str | os.PathLike) -> Checkpoint:
     return Checkpoint(config=config, tensors={}, metadata=meta)
 
 
-def describe_onnx(path: str | os.PathLike) -> dict[str, Any]:
+def describe_onnx(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What ``kosumi inspect`` shows for an ONNX file kosumi exported."""
     from kosumi.nets.features import get_feature_set
 

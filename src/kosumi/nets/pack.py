@@ -23,8 +23,9 @@ every tensor of 1 KiB or more; or one frame per dtype for those tensors (the sma
 the blobs share frame 0 in both). Own frames give each tensor its own entropy-coder tables,
 which wins when the weights' values are distributed unlike the rest (a 5-bit grid: the tiny
 net's pack is 9% smaller than in one frame); a frame per dtype keeps that gain without paying
-for a Huffman table per small tensor; one frame wins when neither pays. A tensor's stored size follows from its shape
-and dtype (one byte per value once a ``table`` step has run), so the header holds no offsets.
+for a Huffman table per small tensor; one frame wins when neither pays. A tensor's stored size
+follows from its shape and dtype (one byte per value once a ``table`` step has run), so the
+header holds no offsets.
 Version 1 (one frame, every tensor and blob with an explicit "offset" and "nbytes") still reads.
 
 Reading checks the magic, the version (a newer one is refused, naming both), the checksum (any
@@ -181,7 +182,7 @@ def _blobs_to_params(steps: list[dict[str, Any]], blobs: list[np.ndarray]
     return out
 
 
-def read_pack(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def read_pack(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """(header, tensors) of a pack; KosumiError naming the file and the problem."""
     import zstandard
 
@@ -251,14 +252,14 @@ def _stored_dtype(dtype: np.dtype, steps: list[dict[str, Any]]) -> np.dtype:
     return dt
 
 
-def read_pack_model(path: str | os.PathLike) -> Checkpoint:
+def read_pack_model(path: str | os.PathLike[str]) -> Checkpoint:
     """A pack as (config, tensors)."""
     header, tensors = read_pack(path)
     config = NetConfig.from_dict(header.get("config"), source=f"{path}: pack header config")
     return Checkpoint(config=config, tensors=tensors, metadata={"format": "kosumi-pack"})
 
 
-def describe_pack(path: str | os.PathLike) -> dict[str, Any]:
+def describe_pack(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What ``kosumi inspect`` shows for a pack."""
     from kosumi.nets.inspect import describe_checkpoint_parts
 

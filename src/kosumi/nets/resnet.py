@@ -32,7 +32,8 @@ Leela Zero text file (one line per tensor) onto ``state_dict`` names, for a read
     conv "biases"                 <-> ``<bn>.bias * sqrt(<bn>.running_var + 1e-5)``
     bn means / variances          <-> ``<bn>.running_mean`` / ``<bn>.running_var``
                                       (``<bn>.weight`` must be 1 when reading; a writer folds a
-                                      gamma g exactly: weights*g, means*g, biases = beta*sqrt(var+eps))
+                                      gamma g exactly: weights*g, means*g,
+                                      biases = beta*sqrt(var+eps))
     input conv group              <-> input_conv, input_bn
     residual block i (2 groups)   <-> blocks.i.conv1/bn1, blocks.i.conv2/bn2
     policy conv group             <-> policy_conv, policy_bn
@@ -174,9 +175,9 @@ class KosumiNet(nn.Module):
     # ------------------------------------------------------------------ construction
     def reset_parameters(self, seed: int = 0) -> KosumiNet:
         """Random initialisation, deterministic for ``seed``, giving sane outputs in eval mode:
-        He-normal convolutions, residual branches scaled down (second BN gamma 1/sqrt(blocks)) so that the
-        trunk's activations stay bounded with depth, output layers rescaled so that a random net's
-        policy is neither uniform nor one-hot and its value is near even."""
+        He-normal convolutions, residual branches scaled down (second BN gamma 1/sqrt(blocks)) so
+        that the trunk's activations stay bounded with depth, output layers rescaled so that a
+        random net's policy is neither uniform nor one-hot and its value is near even."""
         g = torch.Generator().manual_seed(int(seed))
         bn2_gamma = 1.0 / max(1, len(self.blocks)) ** 0.5
         with torch.no_grad():
@@ -201,8 +202,9 @@ class KosumiNet(nn.Module):
 
     #: extra gains of the output layers at initialisation: the trunk's features vary little
     #: across the board at first, so the point logits need a boost to be non-uniform
-    _output_gains: ClassVar[dict[str, float]] = {"policy_point": 3.0, "policy_fc": 3.0, "value_fc2": 0.5, "score_fc": 0.5,
-                     "ownership_conv": 0.5}
+    _output_gains: ClassVar[dict[str, float]] = {
+        "policy_point": 3.0, "policy_fc": 3.0, "value_fc2": 0.5, "score_fc": 0.5,
+        "ownership_conv": 0.5}
 
     @classmethod
     def random(cls, config: NetConfig, seed: int = 0) -> KosumiNet:

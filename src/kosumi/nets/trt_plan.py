@@ -47,7 +47,7 @@ def sniff_plan(path: Path, head: bytes) -> bool:
     return head.startswith(MAGIC) or str(path).lower().endswith(".plan")
 
 
-def read_plan(path: str | os.PathLike, engine: bool = True) -> tuple[dict[str, Any], bytes]:
+def read_plan(path: str | os.PathLike[str], engine: bool = True) -> tuple[dict[str, Any], bytes]:
     """(header, engine bytes) of a kosumi plan; KosumiError naming the problem."""
     path = Path(path)
     try:
@@ -82,7 +82,7 @@ def read_plan(path: str | os.PathLike, engine: bool = True) -> tuple[dict[str, A
     return header, body
 
 
-def read_plan_model(path: str | os.PathLike) -> Checkpoint:
+def read_plan_model(path: str | os.PathLike[str]) -> Checkpoint:
     """A plan's config (no tensors: the engine runs as it is); the engine's checksum is
     verified, so a damaged file is refused before any backend is chosen."""
     header, _ = read_plan(path)
@@ -92,7 +92,7 @@ def read_plan_model(path: str | os.PathLike) -> Checkpoint:
     return Checkpoint(config=config, tensors={}, metadata=meta)
 
 
-def describe_plan(path: str | os.PathLike) -> dict[str, Any]:
+def describe_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What ``kosumi inspect`` shows for a plan (no GPU needed)."""
     header, _ = read_plan(path, engine=False)
     cfg = NetConfig.from_dict(header["config"], source=f"{path}: plan header config")

@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kosumi.errors import KosumiError
 from kosumi.quantize.ptq import QuantizeOptions, QuantizeReport, quantize_net
 
+if TYPE_CHECKING:
+    from kosumi.go.board import GameState
+
 __all__ = ["QuantizeOptions", "QuantizeReport", "quantize_model"]
 
 
-def quantize_model(source: str | os.PathLike, out: str | os.PathLike, options: QuantizeOptions,
-                   calib: str | os.PathLike | None = None, calib_limit: int = 512,
-                   progress: Any = None, qat_data: str | os.PathLike | None = None,
+def quantize_model(source: str | os.PathLike[str], out: str | os.PathLike[str],
+                   options: QuantizeOptions, calib: str | os.PathLike[str] | None = None,
+                   calib_limit: int = 512,
+                   progress: Any = None, qat_data: str | os.PathLike[str] | None = None,
                    qat_options: Any = None, resume: bool = False,
                    progress_bar: bool = False, zero: int = 0) -> tuple[QuantizeReport, int]:
     """Quantize ``source`` into ``out`` (see the module docstring): (report, bytes written).
@@ -39,7 +43,7 @@ def quantize_model(source: str | os.PathLike, out: str | os.PathLike, options: Q
 
     path = resolve_model(source)
     ckpt = read_net(path, what="quantize")
-    states = []
+    states: list[GameState] = []
     if qat_data is not None and calib is None:
         calib = qat_data  # a label folder is a calibration set too
     if options.bits == 8:

@@ -38,7 +38,7 @@ SAMPLE = 400_000  # magnitudes kept per value (seeded sub-sample)
 INPUTS = ("planes", "globals")
 
 
-def read_calibration(path: str | os.PathLike, limit: int | None = 512) -> list[GameState]:
+def read_calibration(path: str | os.PathLike[str], limit: int | None = 512) -> list[GameState]:
     """Up to ``limit`` positions of a positions folder, a label folder or a JSON Lines file,
     evenly spread over it (see the module docstring). KosumiError for a missing, unreadable or
     empty set."""
@@ -87,7 +87,8 @@ def check_sizes(states: list[GameState], board_sizes: list[int], source: str
     keep = [s for s in states if s.size in board_sizes]
     if not keep:
         sizes = sorted({s.size for s in states})
-        raise KosumiError(f"{source}: calibration positions of {','.join(f'{n}x{n}' for n in sizes)}"
+        raise KosumiError(f"{source}: calibration positions of "
+                          f"{','.join(f'{n}x{n}' for n in sizes)}"
                           f", which the net does not play (it plays "
                           f"{','.join(map(str, board_sizes))})")
     return keep, len(states) - len(keep)

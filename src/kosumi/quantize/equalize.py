@@ -62,7 +62,7 @@ def equalize_stream(config: NetConfig, folded: dict[str, np.ndarray],
     if config.family != "kosumi":
         return dict(folded), 1.0
     names = ["stem:relu"] + [f"blocks.{i}:relu" for i in range(config.blocks)]
-    ranges = [stats[n].chan_max for n in names if n in stats and stats[n].chan_max is not None]
+    ranges = [m for m in (stats[n].chan_max for n in names if n in stats) if m is not None]
     if not ranges:
         return dict(folded), 1.0
     a = np.maximum(np.max(np.stack(ranges), axis=0).astype(np.float64), 1e-6)

@@ -319,7 +319,8 @@ def empirical_bias_correction(config: NetConfig, folded: dict[str, np.ndarray],
             continue
         q = build_quantized(config, out, layers, acts_all, weight_max, input_means=input_means)
         backend = Int8NumpyBackend(q.config, q.tensors)
-        total = count = None
+        total: np.ndarray | None = None  # summed shift per channel, and its weight
+        count: np.ndarray | None = None
         for (p, g), fv in zip(batches, ref, strict=True):
             qv = backend.values(p, g)[st.output]
             f = fv[st.output]
@@ -329,7 +330,7 @@ def empirical_bias_correction(config: NetConfig, folded: dict[str, np.ndarray],
             w = (f > 0).reshape(-1, f.shape[-1]) if st.fused is not None else np.ones_like(d)
             total = (d * w).sum(axis=0) + (0 if total is None else total)
             count = w.sum(axis=0) + (0 if count is None else count)
-        if total is None:
+        if total is None or count is None:  # (set together)
             continue
         shift = np.where(count > 0, total / np.maximum(count, 1), 0.0)
         out[f"{n.name}.bias"] = (out[f"{n.name}.bias"].astype(np.float64) - shift).astype(
@@ -368,7 +369,8 @@ def _float_layers(options: QuantizeOptions, rows: list[LayerSensitivity], names:
         return choose_float_layers(rows, options.float_budget)
     if options.keep_float in ("none", None, []):
         return []
-    keep = list(options.keep_float)  # type: ignore[arg-type]
+    given = options.keep_float
+    keep = [k for k in given.split(",") if k] if isinstance(given, str) else list(given)
     unknown = [k for k in keep if k not in names]
     if unknown:
         raise KosumiError(f"--keep-float: no layer {unknown[0]!r} (layers: "

@@ -21,9 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -188,7 +189,8 @@ class QatData:
         return sum(len(s) for s in self.states.values())
 
 
-def read_qat_data(path: str | Path, board_sizes: list[int], need_labels: bool = True) -> QatData:
+def read_qat_data(path: str | os.PathLike[str], board_sizes: list[int],
+                  need_labels: bool = True) -> QatData:
     """A label folder's positions and targets of the board sizes the net plays (a positions
     folder too when ``need_labels`` is False: self-distillation needs positions only)."""
     from kosumi.distill.labels import LabelRecord, LabelStore
@@ -239,8 +241,17 @@ def _masked(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     return torch.where(legal, logits, torch.full_like(logits, ILLEGAL))
 
 
+class QatTargets(TypedDict):
+    """What QAT learns: the float net's outputs or the labels' teacher targets."""
+
+    policy: torch.Tensor
+    value: torch.Tensor
+    ownership: torch.Tensor | None
+    score: torch.Tensor | None
+
+
 def qat_loss(config: NetConfig, out: dict[str, torch.Tensor], legal: torch.Tensor,
-             targets: dict[str, torch.Tensor | None], options: QatOptions
+             targets: QatTargets, options: QatOptions
              ) -> tuple[torch.Tensor, dict[str, float]]:
     """distill's KD loss on raw outputs (masked policy) against soft targets."""
     from kosumi.distill import metrics as M
@@ -270,7 +281,7 @@ def qat_loss(config: NetConfig, out: dict[str, torch.Tensor], legal: torch.Tenso
 
 
 def _float_targets(config: NetConfig, out: dict[str, torch.Tensor], legal: torch.Tensor
-                   ) -> dict[str, torch.Tensor | None]:
+                   ) -> QatTargets:
     """The float net's outputs as soft targets (policy over legal points, wdl probabilities
     or the win probability as [win, loss, 0], tanh ownership, the lead)."""
     with torch.no_grad():
@@ -346,13 +357,12 @@ def run_qat(config: NetConfig, folded: dict[str, np.ndarray], layers: dict[str, 
             if options.target == "float":
                 targets = _float_targets(config, float_net(x, g), legal)
             else:
+                score, ownership = data.score[n], data.ownership[n]
                 targets = {
                     "policy": torch.from_numpy(data.policy[n][idx]),
                     "value": torch.from_numpy(data.value[n][idx]),
-                    "score": None if data.score[n] is None else
-                    torch.from_numpy(data.score[n][idx]),
-                    "ownership": None if data.ownership[n] is None else
-                    torch.from_numpy(data.ownership[n][idx]),
+                    "score": None if score is None else torch.from_numpy(score[idx]),
+                    "ownership": None if ownership is None else torch.from_numpy(ownership[idx]),
                 }
             model.train()
             lr = options.lr * 0.5 * (1 + math.cos(math.pi * step / options.steps))

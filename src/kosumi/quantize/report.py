@@ -8,7 +8,7 @@ from io import StringIO
 from kosumi.quantize.ptq import QuantizeReport
 
 
-def format_report(report: QuantizeReport, out: str | os.PathLike, nbytes: int) -> str:
+def format_report(report: QuantizeReport, out: str | os.PathLike[str], nbytes: int) -> str:
     from rich.console import Console
     from rich.table import Table
 

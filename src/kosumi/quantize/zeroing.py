@@ -12,9 +12,9 @@ many weights it zeroed.
 ``zeroing_curve(checkpoint, states, thresholds)`` is the size-vs-agreement curve a user picks a
 threshold from: per threshold, the share of int8 weights zeroed, the pack's bytes
 (``export.pack``) and its ratio to the naive file of the net as given (its tensors in file order
-through zstd -19), the order-0 entropy of the int8 weights, and the agreement (``runtime.agreement``) with the
-net as given on the positions. ``kosumi quantize --zero T`` applies one; ``kosumi viz --calib``
-draws the curve.
+through zstd -19), the order-0 entropy of the int8 weights, and the agreement
+(``runtime.agreement``) with the net as given on the positions. ``kosumi quantize --zero T``
+applies one; ``kosumi viz --calib`` draws the curve.
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ def agreement(ref: Sequence[Evaluation], got: Sequence[Evaluation], sizes: Seque
         idx = [i for i, s in enumerate(sizes) if s == n]
         best = [int(np.argmax(got[i].policy)) for i in idx]
         top1 = [int(np.argmax(ref[i].policy)) == b for i, b in zip(idx, best, strict=True)]
-        tie = [ref[i].policy[b] >= TIE * ref[i].policy.max() for i, b in zip(idx, best, strict=True)]
+        tie = [ref[i].policy[b] >= TIE * ref[i].policy.max()
+               for i, b in zip(idx, best, strict=True)]
         rows[f"{n}x{n}"] = {
             "positions": len(idx),
             "top1": round(float(np.mean(top1)), 4),

@@ -69,7 +69,7 @@ def _komi(value: Any, where: str) -> float:
     return float(value)
 
 
-def play_moves(size: int, komi: float, moves: Iterable[tuple[str, str]], where: str,
+def play_moves(size: int, komi: float, moves: Iterable[tuple[str | None, str]], where: str,
                rules: Rules | str = "chinese") -> GameState:
     """Replay ``(colour, vertex)`` pairs from the empty board; errors name ``where`` and the
     move number. A colour of ``None`` means the side to move."""
@@ -118,7 +118,7 @@ def position_from_moves(text: str, size: int = 19, komi: float | None = None,
                                                                                    "--rules")))
 
 
-def position_from_sgf(path: str | os.PathLike, move: int | None = None,
+def position_from_sgf(path: str | os.PathLike[str], move: int | None = None,
                       rules: str = "chinese") -> AnalysisQuery:
     """The position of an SGF game after ``move`` moves (default: all)."""
     from kosumi.go.sgf import load_game
@@ -127,7 +127,7 @@ def position_from_sgf(path: str | os.PathLike, move: int | None = None,
     return AnalysisQuery(record.to_state(move, rules=_rules(rules, "--rules")), id=None)
 
 
-def read_queries(path: str | os.PathLike, rules: str = "chinese") -> list[AnalysisQuery]:
+def read_queries(path: str | os.PathLike[str], rules: str = "chinese") -> list[AnalysisQuery]:
     """All positions of a JSON Lines file (raw_nn.jsonl format); blank lines are skipped."""
     path = Path(path)
     try:
@@ -204,7 +204,7 @@ def analyze(evaluator: Evaluator, positions: list[AnalysisQuery],
             yield analysis_record(pos.state, ev, pos.id)
 
 
-def analysis_line(rec: dict) -> str:
+def analysis_line(rec: dict[str, Any]) -> str:
     """A short human summary of one analysis record."""
     n = rec["board_size"]
     pol = rec["policy"] + [rec["policy_pass"]]

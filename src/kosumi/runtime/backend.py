@@ -29,7 +29,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -169,5 +168,5 @@ def make_backend(config: NetConfig, source: dict[str, np.ndarray] | Path, option
         raise KosumiError(f"the {name} backend needs a GPU: give --device cuda")
     if options.cuda and not cuda_available(name):
         raise KosumiError(f"--device {options.device}: the {name} backend sees no CUDA device")
-    factory: Callable[..., Any] = resolve(info.factory, f"backend {name!r}")
+    factory: Callable[..., Backend] = resolve(info.factory, f"backend {name!r}")
     return factory(config, source, options)

@@ -294,7 +294,8 @@ def probe_memory(model: str, backend: str, plan: BenchPlan) -> dict[str, float]:
     if proc.returncode != 0:
         return {}
     try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        peaks: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
+        return peaks
     except (ValueError, IndexError):
         return {}
 

@@ -34,7 +34,7 @@ def _cpuinfo() -> tuple[str, set[str]]:
             text = f.read()
     except OSError:
         return "", set()
-    model, flags = "", set()
+    model, flags = "", set[str]()
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key = key.strip().lower()
@@ -65,5 +65,6 @@ def cpu_line() -> str:
     table = ARM_FEATURES if c["arch"] in ("aarch64", "arm64") else X86_FEATURES
     have = [name.upper() for name, _ in table if c.get(name)]
     missing = [name.upper() for name, _ in table if not c.get(name)]
-    text = f"{c['model']}, {c['arch']}, {c['cores']} cores: {' '.join(have) or 'no vector extensions'}"
+    text = (f"{c['model']}, {c['arch']}, {c['cores']} cores: "
+            f"{' '.join(have) or 'no vector extensions'}")
     return text + (f" (no {', '.join(missing)})" if missing else "")

@@ -93,7 +93,8 @@ class Evaluation:
                pass; 0 at illegal points; sums to 1.
     value      the side to move's win probability, in [0, 1].
     score_lead the side to move's expected lead in points (komi included), if the net has it.
-    ownership  float32 [N*N] in [-1, 1], +1 = the side to move will own the point, if the net has it.
+    ownership  float32 [N*N] in [-1, 1], +1 = the side to move will own the point, if the net has
+               it.
     wdl        float [3]: win, loss, noResult probabilities of the side to move, for nets with a
                three-way value head (KataGo, kosumi ``wdl``); None for a single win probability.
     score_mean, score_stdev  KataGo nets: the expected final score (points, komi included,
@@ -188,6 +189,10 @@ class UniformEvaluator(Evaluator):
         return out
 
 
+# size, position hash, to move, ko point, komi, passes, the last moves (what the features see)
+CacheKey = tuple[int, int, int, int, float, int, tuple[tuple[int, int], ...]]
+
+
 class CachedEvaluator(Evaluator):
     """An LRU cache in front of another evaluator, keyed by the position's identity
     (stones, side to move, ko, recent history, komi): transpositions are evaluated once."""
@@ -199,9 +204,9 @@ class CachedEvaluator(Evaluator):
         self.name = inner.name
         self.hits = 0
         self.misses = 0
-        self._cache: OrderedDict[tuple, Evaluation] = OrderedDict()
+        self._cache: OrderedDict[CacheKey, Evaluation] = OrderedDict()
 
-    def key(self, s: GameState) -> tuple:
+    def key(self, s: GameState) -> CacheKey:
         return (
             s.size, s.hash, s.to_move, s.ko, s.komi, s.passes,
             tuple(s.moves[-self.history:]),

@@ -26,7 +26,7 @@ from kosumi.runtime.options import LoadOptions
 __all__ = ["LoadOptions", "ModelFormat", "detect_format", "load_evaluator", "open_evaluator"]
 
 
-def open_evaluator(path: str | os.PathLike, options: LoadOptions,
+def open_evaluator(path: str | os.PathLike[str], options: LoadOptions,
                    announce: bool = False) -> Evaluator:
     """The ``NetEvaluator`` of any model file under ``options`` (no cache). ``announce``
     prints which backend ``auto`` chose (one line on stderr)."""
@@ -51,7 +51,7 @@ def open_evaluator(path: str | os.PathLike, options: LoadOptions,
     return NetEvaluator(backend, model.config, symmetries=options.symmetries, name=name)
 
 
-def load_evaluator(path: str | os.PathLike, backend: str = "auto", threads: int = 1,
+def load_evaluator(path: str | os.PathLike[str], backend: str = "auto", threads: int = 1,
                    cache: bool = True, symmetries: int = 1, device: str | None = None,
                    cache_size: int = 100_000, precision: str = "auto",
                    announce: bool = False) -> Evaluator:

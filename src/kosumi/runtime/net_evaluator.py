@@ -64,14 +64,16 @@ def wdl_probabilities(value: np.ndarray) -> np.ndarray:
     """Raw wdl logits [..., 3] -> (win, loss, noResult) probabilities, float64."""
     v = value.astype(np.float64)
     e = np.exp(v - v.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    p: np.ndarray = e / e.sum(axis=-1, keepdims=True)
+    return p
 
 
 KATAGO_SCORE_MULT = 20.0  # mean, stdev and lead are predicted / 20
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:
-    return np.logaddexp(0.0, x)
+    y: np.ndarray = np.logaddexp(0.0, x)
+    return y
 
 
 def win_probability(value: np.ndarray, kind: str) -> np.ndarray:

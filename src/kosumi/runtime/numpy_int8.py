@@ -104,9 +104,10 @@ class Int8NumpyBackend(Backend):
     def __init__(self, config: NetConfig, tensors: dict[str, np.ndarray],
                  scheme: QuantScheme | None = None):
         self.config = config
-        self.scheme = scheme or scheme_of(config)
-        if self.scheme is None or self.scheme.bits != 8:
+        found = scheme or scheme_of(config)
+        if found is None or found.bits != 8:
             raise KosumiError("the int8 numpy backend runs nets quantized to 8 bits")
+        self.scheme: QuantScheme = found
         check_quantized_tensors(config, tensors, "int8 net")
         self.graph = inference_graph(config)
         self.plan = integer_plan(self.graph, self.scheme.layers)

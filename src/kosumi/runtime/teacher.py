@@ -1,4 +1,5 @@
-"""``load_teacher(path)``: the network kosumi distills from, as an ``Evaluator``, whatever its format.
+"""``load_teacher(path)``: the network kosumi distills from, as an ``Evaluator``, whatever its
+format.
 
 A teacher is any model file ``load_evaluator`` can open -- a KataGo model, Leela Zero weights, a
 kosumi checkpoint or an ONNX file kosumi exported -- the format detected from the content, on
@@ -16,7 +17,7 @@ from kosumi.runtime.evaluator import Evaluator
 from kosumi.runtime.loader import load_evaluator
 
 
-def load_teacher(path: str | os.PathLike, symmetries: int = 1, threads: int = 1,
+def load_teacher(path: str | os.PathLike[str], symmetries: int = 1, threads: int = 1,
                  backend: str = "auto", device: str | None = None,
                  cache: bool = True, precision: str = "auto") -> Evaluator:
     """Open the teacher model at ``path`` (any supported format) as an Evaluator.

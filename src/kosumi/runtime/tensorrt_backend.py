@@ -65,7 +65,8 @@ class TensorRTBackend(Backend):
         self.inputs = [n for n in names
                        if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
         self.outputs = [n for n in names if n not in self.inputs]
-        self.stream = torch.cuda.Stream(device=self.device)
+        # torch.cuda.Stream's constructor is unannotated in torch
+        self.stream = torch.cuda.Stream(device=self.device)  # type: ignore[no-untyped-call]
         self.contexts: dict[int, Any] = {}
         self.path = path
 
@@ -93,7 +94,7 @@ class TensorRTBackend(Backend):
              ) -> dict[str, np.ndarray]:
         torch = self.torch
         ctx = self._context(profile)
-        feeds = {"planes": planes}
+        feeds: dict[str, np.ndarray | None] = {"planes": planes}
         if "globals" in self.inputs:
             feeds["globals"] = globals
         keep = []

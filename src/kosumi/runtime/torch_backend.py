@@ -37,7 +37,9 @@ class TorchBackend(Backend):
         self.device = torch.device(device or "cpu")
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
         self.dtype = torch.float16 if half else torch.float32
-        self.net = net.to(self.device, dtype=self.dtype, memory_format=self.memory_format).eval()
+        # Module.to accepts memory_format (torch._C._nn._parse_to); its overloads omit it
+        self.net = net.to(self.device, dtype=self.dtype,  # type: ignore[call-overload]
+                          memory_format=self.memory_format).eval()
 
     def forward(self, planes: np.ndarray, globals: np.ndarray | None) -> dict[str, np.ndarray]:
         with torch.inference_mode():

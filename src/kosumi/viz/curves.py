@@ -24,7 +24,7 @@ from typing import Any
 from kosumi.errors import KosumiError
 
 
-def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
+def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The records of a metrics JSONL file (blank or broken lines are skipped)."""
     out = []
     try:
@@ -67,7 +67,7 @@ _PANELS: list[tuple[str, list[tuple[str | None, str, str]]]] = [
 ]
 
 
-def plot_learning_curves(records: Sequence[dict[str, Any]], path: str | os.PathLike,
+def plot_learning_curves(records: Sequence[dict[str, Any]], path: str | os.PathLike[str],
                          title: str | None = None) -> Path:
     """Draw the learning curves of ``records`` into the PNG ``path`` (atomically); return it."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg

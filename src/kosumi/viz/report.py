@@ -12,9 +12,9 @@ that cannot be compared are listed as warnings. With ``strength`` (a size-vs-str
 ``engine.strength``) it draws strength against file size, this net among the others.
 
 ``ensure_writable(out)`` says, before anything is drawn, whether ``out`` can be written;
-``write_report(report, out)`` then writes ``figures/*.png`` and ``report.html``: one file, the images
-embedded as data URIs, no scripts or fonts fetched, a line of JavaScript that counts the images
-that decoded and puts "loaded K/N images" in the page (what the test reads in headless
+``write_report(report, out)`` then writes ``figures/*.png`` and ``report.html``: one file, the
+images embedded as data URIs, no scripts or fonts fetched, a line of JavaScript that counts the
+images that decoded and puts "loaded K/N images" in the page (what the test reads in headless
 Chromium). Every file is written atomically.
 """
 
@@ -69,7 +69,7 @@ def _require_matplotlib() -> None:
                           "pip install 'kosumi[viz]'") from None
 
 
-def ensure_writable(out: str | os.PathLike) -> Path:
+def ensure_writable(out: str | os.PathLike[str]) -> Path:
     """KosumiError unless ``out`` is a folder, or can become one, that this process may write
     in; creates nothing (``write_report`` does, once everything is drawn)."""
     out = Path(out)
@@ -87,7 +87,7 @@ def ensure_writable(out: str | os.PathLike) -> Path:
     return out
 
 
-def _read(path: str | os.PathLike) -> Any:
+def _read(path: str | os.PathLike[str]) -> Any:
     from kosumi.nets.formats import read_net
 
     ckpt = read_net(path, "plot")
@@ -97,10 +97,10 @@ def _read(path: str | os.PathLike) -> Any:
 
 
 # ---------------------------------------------------------------------------- the report
-def build_report(model: str | os.PathLike, ref: str | os.PathLike | None = None,
-                 calib: str | os.PathLike | None = None, positions: int = 256,
+def build_report(model: str | os.PathLike[str], ref: str | os.PathLike[str] | None = None,
+                 calib: str | os.PathLike[str] | None = None, positions: int = 256,
                  progress: Progress | None = None,
-                 strength: str | os.PathLike | None = None) -> Report:
+                 strength: str | os.PathLike[str] | None = None) -> Report:
     """Everything the page shows, in memory (see the module docstring)."""
     from kosumi.engine.strength import read_strength_table
     from kosumi.nets.features import get_feature_set
@@ -182,9 +182,9 @@ def build_report(model: str | os.PathLike, ref: str | os.PathLike | None = None,
     return report
 
 
-def _with_positions(report: Report, ckpt: Any, view: Any, model: str | os.PathLike,
-                    ref: str | os.PathLike | None, calib: str | os.PathLike, positions: int,
-                    tick: Progress) -> None:
+def _with_positions(report: Report, ckpt: Any, view: Any, model: str | os.PathLike[str],
+                    ref: str | os.PathLike[str] | None, calib: str | os.PathLike[str],
+                    positions: int, tick: Progress) -> None:
     from kosumi.nets.features import get_feature_set
     from kosumi.nets.quant import QuantScheme
     from kosumi.quantize.calibration import check_sizes, collect_stats, read_calibration, spread
@@ -276,7 +276,7 @@ def _stem(kind: str, name: str) -> str:
 
 
 # ---------------------------------------------------------------------------- writing
-def write_report(report: Report, out: str | os.PathLike) -> Path:
+def write_report(report: Report, out: str | os.PathLike[str]) -> Path:
     """figures/*.png and report.html in ``out`` (see the module docstring); the page's path."""
     out = ensure_writable(out)
     with output_errors(out, "write the report"):
@@ -381,8 +381,8 @@ def _compress_html(report: Report) -> str:
     return "\n".join(parts)
 
 
-SECTIONS = (("strength", "Size against strength"), ("zeroing", "Size against agreement"), ("layers", "Layers"),
-            ("distributions", "Distributions"),
+SECTIONS = (("strength", "Size against strength"), ("zeroing", "Size against agreement"),
+            ("layers", "Layers"), ("distributions", "Distributions"),
             ("activations", "Activations"), ("difference", "Difference with the reference"))
 
 STYLE = """

@@ -325,6 +325,7 @@ def scales_figure(view: NetView) -> bytes | None:
     for i, layer in enumerate(layers):
         ax = fig.add_subplot(nrows, ncols, i + 1)
         s = layer.weight_scale
+        assert s is not None  # the layers above
         ax.bar(np.arange(s.size), s, width=1.0, color="#4393c3")
         ax.set_title(layer.name, fontsize=7)
         ax.set_xlabel("output channel", fontsize=6)
@@ -395,7 +396,8 @@ def zeroing_figure(rows: list[dict[str, Any]]) -> bytes:
     bx = fig.add_subplot(1, 2, 2)
     x = np.array([r["pack_bytes"] for r in rows]) / 1000.0
     boards = list(rows[0]["agreement"]) if rows else []
-    for board, colour in zip(boards, ("#2166ac", "#b2182b", "#1b7837"), strict=False):  # <= 3 boards
+    # at most 3 boards
+    for board, colour in zip(boards, ("#2166ac", "#b2182b", "#1b7837"), strict=False):
         ax.plot(x, [100 * r["agreement"][board]["top1"] for r in rows], "o-", color=colour,
                 label=f"{board} top-1")
         bx.plot(x, [r["agreement"][board]["policy_kl"] for r in rows], "o-", color=colour,

@@ -607,3 +607,35 @@ def test_streamed_columns_widen_and_publish_atomically(tmp_path):
     assert arrays["empty"].shape == (0, 3) and list(arrays["games"]) == ["a", "bb"]
     with np.load(path, allow_pickle=False) as npz:  # numpy's own reader agrees
         np.testing.assert_array_equal(npz["planes"], arrays["planes"])
+
+
+def test_an_unwritable_cache_folder_encodes_in_memory(tmp_path, sharded_folders):
+    from kosumi.distill.labels import LabelStore
+
+    store = LabelStore(sharded_folders[12])
+    (tmp_path / "not-a-folder").write_text("")
+    data = D.load_dataset(store, "basic", cache_dir=tmp_path / "not-a-folder").sizes[7]
+    assert not isinstance(data.planes, np.memmap)
+    want = D.load_dataset(store, "basic", cache_dir=tmp_path / "cache").sizes[7]
+    for k, v in want.to_arrays().items():
+        np.testing.assert_array_equal(getattr(data, k), v, err_msg=k)
+
+
+def test_one_teachers_records_of_a_mixed_folder_report_their_total(tmp_path):
+    """The progress total of a ``TeacherFilter`` is that teacher's count, not the folder's."""
+    from kosumi.distill.labels import LabelStore, label_positions
+    from kosumi.distill.positions import write_positions
+    from kosumi.distill.train_state import TeacherFilter
+
+    for t, games in ((0, 3), (1, 2)):
+        write_positions(tmp_path / f"pos{t}", game_positions(7, games, 8, seed=10 + t))
+        info = {"name": f"t{t}", "format": "synthetic", "sha256": f"{t}" * 64, "symmetries": 1}
+        label_positions(SyntheticTeacher(), tmp_path / f"pos{t}", tmp_path / "labels",
+                        teacher_info=info, allow_mixed_teachers=True)
+    store = LabelStore(tmp_path / "labels")
+    second = TeacherFilter(store, 1)
+    assert 0 < second.count(7) == store.count(7, teacher=1) < store.count(7)
+    calls = []
+    data = D.load_dataset(second, "basic", cache_dir=tmp_path / "cache",
+                          content_hash="x" * 64, progress=lambda *a: calls.append(a))
+    assert calls[-1] == (second.count(7), second.count(7)) == (len(data.sizes[7]),) * 2

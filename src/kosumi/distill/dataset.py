@@ -442,7 +442,7 @@ def encode_to_cache(store: Any, feature_set: str, board_size: int, path: Path,
         while group := list(islice(records, GROUP_ROWS)):
             for name, rows in enc.group(group).items():
                 out.append(name, rows)
-            del group
+            del group, rows  # before the next group is read: one group in memory at a time
         games, remap = enc.game_table()
         out.publish({"games": games, "meta": np.array(json.dumps(meta, sort_keys=True))},
                     transform={"game": lambda g: remap[g]})

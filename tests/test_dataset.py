@@ -421,3 +421,221 @@ def test_real_label_folder_round_trip(tmp_path):
         pol, v, lead, _ = synthetic_outputs(r.position.to_state())
         np.testing.assert_allclose(d.policy[i], pol, atol=1e-6)
         assert d.value[i][0] == pytest.approx(v, abs=1e-6) and d.score[i] == pytest.approx(lead)
+
+
+# ============================================================================ streamed encoding
+def _sharded_label_folder(root: Path, games: int, chunk: int, size: int = 7, length: int = 24,
+                          seed: int = 1) -> Path:
+    """A real label folder of ``games`` random games in label shards of ``chunk`` positions."""
+    from kosumi.distill.labels import label_positions
+    from kosumi.distill.positions import write_positions
+
+    write_positions(root / "positions", game_positions(size, games, length, seed, every=1))
+    info = {"name": "teacher.bin", "format": "synthetic", "sha256": "cd" * 32, "symmetries": 1}
+    label_positions(SyntheticTeacher(), root / "positions", root / "labels", teacher_info=info,
+                    batch=512, chunk_size=chunk)
+    return root / "labels"
+
+
+@pytest.fixture(scope="module")
+def sharded_folders(tmp_path_factory) -> dict[int, Path]:
+    """Label folders of 12 and 48 games (about 290 and 1150 7x7 positions), shards of 64."""
+    root = tmp_path_factory.mktemp("sharded")
+    return {g: _sharded_label_folder(root / f"g{g}", games=g, chunk=64) for g in (12, 48)}
+
+
+def _cache_files(cache: Path) -> list[str]:
+    return sorted(p.name for p in cache.iterdir()) if cache.exists() else []
+
+
+def test_streamed_cache_equals_the_label_shards_and_the_in_memory_encoding(
+        tmp_path, monkeypatch, sharded_folders):
+    """Oracles: the label shards' own arrays, read with ``LabelStore.read_shard`` (targets);
+    each position encoded on its own from ``Position.to_state`` (planes, no replay); and the
+    whole size encoded in memory as one group (every array, game indices included)."""
+    from kosumi.distill.labels import LabelStore
+
+    monkeypatch.setattr(D, "GROUP_ROWS", 50)  # groups cut across label shards and games
+    store = LabelStore(sharded_folders[48])
+    calls = []
+    data = D.load_dataset(store, "basic", cache_dir=tmp_path / "cache",
+                          progress=lambda done, total: calls.append((done, total))).sizes[7]
+    assert isinstance(data.planes, np.memmap) and len(data) == store.count(7) > 20 * 50
+    assert _cache_files(tmp_path / "cache") == [D.cache_path(
+        tmp_path / "cache", store.content_hash(), "basic", 7).name]  # no temporary leftovers
+    assert calls[-1] == (len(data), len(data)) and [c[0] for c in calls] == sorted(
+        c[0] for c in calls)
+    row = 0
+    fs = get_feature_set("basic")
+    for entry in store.dir.shards:
+        shard = store.read_shard(entry)
+        rows = slice(row, row + len(shard))
+        np.testing.assert_allclose(data.policy[rows], shard.policy, rtol=1e-6)
+        np.testing.assert_allclose(data.value[rows], shard.value, rtol=1e-6)
+        np.testing.assert_array_equal(data.score[rows], shard.score_lead)
+        np.testing.assert_array_equal(data.ownership[rows], shard.ownership)
+        assert list(data.game_keys[rows]) == [f"7:{p.source}" for p in shard.positions]
+        for i in range(0, len(shard), 7):
+            planes, _ = fs.encode([shard.positions[i].to_state()])
+            np.testing.assert_array_equal(data.planes[row + i], planes[0])
+        row += len(shard)
+    assert row == len(data)
+    whole = D.encode_records(store.records(7), "basic", 7)
+    for k, v in whole.to_arrays().items():
+        np.testing.assert_array_equal(getattr(data, k), v, err_msg=k)
+
+
+def _peak_traced(fn) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_peak_memory_of_encoding_does_not_grow_with_the_folder(tmp_path, monkeypatch,
+                                                               sharded_folders):
+    """4x the positions (4x the label shards and groups): about the same peak of traced
+    allocations (numpy's included), where holding the folder would take 4x."""
+    from kosumi.distill import dataset_cache
+    from kosumi.distill.labels import LabelStore
+
+    monkeypatch.setattr(D, "GROUP_ROWS", 64)
+    monkeypatch.setattr(dataset_cache, "COPY_BLOCK", 1 << 14)
+    D.load_dataset(LabelStore(sharded_folders[12]), "basic", cache_dir=tmp_path / "warm-up")
+    peaks, counts = {}, {}
+    for games, folder in sharded_folders.items():
+        store = LabelStore(folder)
+        counts[games] = store.count(7)
+        peaks[games] = _peak_traced(lambda s=store, g=games: D.load_dataset(
+            s, "basic", cache_dir=tmp_path / f"cache{g}"))
+    assert counts[48] > 3.5 * counts[12]
+    assert peaks[48] < 1.5 * peaks[12], (peaks, counts)
+
+
+class _Interrupting:
+    """A label store whose record ``bad`` has a broken policy (or, with ``stop``, whose
+    progress callback raises KeyboardInterrupt after ``bad`` positions)."""
+
+    def __init__(self, store, bad: int):
+        self.store, self.bad = store, bad
+        self.path = store.path
+
+    def board_sizes(self):
+        return self.store.board_sizes()
+
+    def count(self, board_size=None):
+        return self.store.count(board_size)
+
+    def records(self, board_size=None):
+        for k, rec in enumerate(self.store.records(board_size)):
+            yield replace(rec, policy=np.full_like(rec.policy, np.nan)) if k == self.bad else rec
+
+
+def test_an_interrupted_encode_leaves_no_cache_entry_and_the_next_run_rebuilds(
+        tmp_path, monkeypatch, sharded_folders):
+    from kosumi.distill.labels import LabelStore
+
+    monkeypatch.setattr(D, "GROUP_ROWS", 64)
+    store = LabelStore(sharded_folders[12])
+    cache = tmp_path / "cache"
+    source = list(store.records(7))[100].position.source  # in the second group
+    with pytest.raises(KosumiError) as err:
+        D.load_dataset(_Interrupting(store, bad=100), "basic", cache_dir=cache)
+    assert str(err.value) == (f"{store.path}: record 100 ({source}): policy is not a "
+                              "probability distribution")
+    assert _cache_files(cache) == []  # no entry, no temporary folder
+
+    def stop(done, total):
+        if done > 150:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        D.load_dataset(store, "basic", cache_dir=cache, progress=stop)
+    assert _cache_files(cache) == []
+    data = D.load_dataset(store, "basic", cache_dir=cache).sizes[7]
+    assert len(data) == store.count(7) and isinstance(data.planes, np.memmap)
+    assert len(_cache_files(cache)) == 1
+    # a half-written entry (as a killed copy would leave under the final name) is rebuilt
+    entry = cache / _cache_files(cache)[0]
+    half = entry.read_bytes()[: entry.stat().st_size // 3]
+    entry.unlink()  # a new file: ``data`` still maps the old one
+    entry.write_bytes(half)
+    again = D.load_dataset(store, "basic", cache_dir=cache).sizes[7]
+    np.testing.assert_array_equal(again.planes, data.planes)
+
+
+def test_sourceless_games_cut_by_groups_stay_one_game_each(tmp_path, monkeypatch):
+    """Positions without a source, stored game after game, encoded in groups of 7: a game that
+    straddles groups keeps one game key (so the split keeps it whole), as in memory."""
+    games = [game_positions(7, 1, 12, seed=s, prefix=f"x{s}")[2:] for s in range(6)]
+    truth = [g for g, ps in enumerate(games) for _ in ps]
+    positions = [replace(p, source="") for ps in games for p in ps]
+    monkeypatch.setattr(D, "GROUP_ROWS", 7)
+    streamed = D.load_dataset(fake_store(tmp_path / "l", positions), "basic",
+                              cache_dir=tmp_path / "cache").sizes[7]
+    whole = D.encode_records(fake_store(tmp_path / "m", positions).records(7), "basic", 7)
+
+    def partition(keys):
+        return sorted(sorted(np.flatnonzero(keys == k).tolist()) for k in set(keys))
+
+    want = partition(np.array(truth))
+    assert partition(streamed.game_keys) == partition(whole.game_keys) == want
+
+
+def test_streamed_columns_widen_and_publish_atomically(tmp_path):
+    from kosumi.distill.dataset_cache import StreamedNpz, mapped_npz
+
+    path = tmp_path / "entry.npz"
+    with StreamedNpz(path) as out:
+        out.column("planes", np.uint8, (2,))
+        out.column("empty", np.float32, (3,))
+        out.append("planes", np.array([[0, 1], [1, 1]], np.uint8))
+        out.append("planes", np.array([[0.5, 0]], np.float32))  # not 0/1: the column widens
+        with pytest.raises(ValueError):
+            out.append("planes", np.zeros((1, 3), np.uint8))
+        tmp = out.tmp
+        assert not path.exists()
+        out.publish({"games": np.array(["a", "bb"])}, transform={"planes": lambda b: b * 2})
+    assert not tmp.exists()
+    arrays = mapped_npz(path)
+    assert arrays["planes"].dtype == np.float32 and isinstance(arrays["planes"], np.memmap)
+    np.testing.assert_array_equal(arrays["planes"], [[0, 2], [2, 2], [1, 0]])
+    assert arrays["empty"].shape == (0, 3) and list(arrays["games"]) == ["a", "bb"]
+    with np.load(path, allow_pickle=False) as npz:  # numpy's own reader agrees
+        np.testing.assert_array_equal(npz["planes"], arrays["planes"])
+
+
+def test_an_unwritable_cache_folder_encodes_in_memory(tmp_path, sharded_folders):
+    from kosumi.distill.labels import LabelStore
+
+    store = LabelStore(sharded_folders[12])
+    (tmp_path / "not-a-folder").write_text("")
+    data = D.load_dataset(store, "basic", cache_dir=tmp_path / "not-a-folder").sizes[7]
+    assert not isinstance(data.planes, np.memmap)
+    want = D.load_dataset(store, "basic", cache_dir=tmp_path / "cache").sizes[7]
+    for k, v in want.to_arrays().items():
+        np.testing.assert_array_equal(getattr(data, k), v, err_msg=k)
+
+
+def test_one_teachers_records_of_a_mixed_folder_report_their_total(tmp_path):
+    """The progress total of a ``TeacherFilter`` is that teacher's count, not the folder's."""
+    from kosumi.distill.labels import LabelStore, label_positions
+    from kosumi.distill.positions import write_positions
+    from kosumi.distill.train_state import TeacherFilter
+
+    for t, games in ((0, 3), (1, 2)):
+        write_positions(tmp_path / f"pos{t}", game_positions(7, games, 8, seed=10 + t))
+        info = {"name": f"t{t}", "format": "synthetic", "sha256": f"{t}" * 64, "symmetries": 1}
+        label_positions(SyntheticTeacher(), tmp_path / f"pos{t}", tmp_path / "labels",
+                        teacher_info=info, allow_mixed_teachers=True)
+    store = LabelStore(tmp_path / "labels")
+    second = TeacherFilter(store, 1)
+    assert 0 < second.count(7) == store.count(7, teacher=1) < store.count(7)
+    calls = []
+    data = D.load_dataset(second, "basic", cache_dir=tmp_path / "cache",
+                          content_hash="x" * 64, progress=lambda *a: calls.append(a))
+    assert calls[-1] == (second.count(7), second.count(7)) == (len(data.sizes[7]),) * 2

@@ -4,20 +4,27 @@
 ``DistillDataset``: for each board size, the encoded input planes/globals of the student's
 feature set and the teacher's targets (policy, win/loss/noResult, score lead, ownership).
 
-Replay, once. Labelled positions are move sequences from a root (size, komi, rules, setup, first
-player); positions of one game share prefixes, and so do games with a common opening. Positions
-are grouped by root and sorted by their move sequences, then walked like a trie: a stack of
-immutable snapshots holds the states along the current path, and each position continues from
-the deepest snapshot that is a prefix of it. Each move of the union of all games is played about
-once; states are encoded in chunks with the feature set's batch encoder.
+Replay, once per group. Labelled positions are move sequences from a root (size, komi, rules,
+setup, first player); positions of one game share prefixes, and so do games with a common
+opening. Positions are grouped by root and sorted by their move sequences, then walked like a
+trie: a stack of immutable snapshots holds the states along the current path, and each position
+continues from the deepest snapshot that is a prefix of it. Each move of the union of the games
+is played about once; states are encoded in chunks with the feature set's batch encoder.
+
+Streaming. ``load_dataset`` encodes a board size's records in groups of GROUP_ROWS (4096, one
+default label shard) in storage order, where the positions of a game are neighbours, so a group
+keeps most of the prefix sharing; each group's rows are appended to the cache entry on disk.
+Memory while encoding is one group (its records, replay states and encoded rows) plus the game
+table, whatever the folder's size; the entry is then memory-mapped for training. Games stay
+whole across groups: a source names its game in every group, and a position without one joins
+the previous group's last prefix chain when it continues it. ``encode_records`` encodes records
+in memory, as one group.
 
 Cache. Encoding costs far more than reading arrays, so the result for one (label content hash,
 feature set, board size) is stored as an uncompressed ``.npz`` (no pickle; read with
 ``allow_pickle=False``) under ``cache_dir`` (default ``$KOSUMI_CACHE_DIR`` or
-``~/.cache/kosumi/distill``), written atomically, and reused by later runs. The label content
-hash is the SHA-256 of the label folder's ``manifest.json`` (which lists every shard with its own
-SHA-256), or of every file of a folder without a manifest. A cache file that does not match its
-key, or is damaged, is rebuilt.
+``~/.cache/kosumi/distill``), written atomically, and reused by later runs; an entry that does
+not match its key, is damaged or half-written is rebuilt (``kosumi.distill.dataset_cache``).
 
 Array layout of one size (``SizeData``), M positions, N x N board, C planes, G globals::
 
@@ -47,28 +54,32 @@ uninterrupted one would, and ``torchrun`` ranks can each take their slice of the
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
-import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kosumi.distill.shards import MANIFEST, manifest_content_hash
+from kosumi.distill import dataset_cache as _cache
+from kosumi.distill.dataset_cache import (
+    cache_meta,
+    cache_path,
+    default_cache_dir,
+    label_content_hash,
+)
 from kosumi.errors import KosumiError
-from kosumi.fileio import atomic_writer
 from kosumi.go.board import GameState, IllegalMove
 from kosumi.go.coords import symmetry_permutation
 from kosumi.nets.features import get_feature_set
 
-DATASET_VERSION = 2  # 2: a collection file's games are separate games (sources keep "#i")
-ENCODE_CHUNK = 512
+ENCODE_CHUNK = 512  # positions per call of the feature set's batch encoder
+GROUP_ROWS = 4096  # records encoded together when streaming: one default label shard
 
 ProgressFn = Callable[[int, int], None]  # (done, total)
 
@@ -137,122 +148,17 @@ class DistillDataset:
         return any(bool(d.has_ownership.any()) for d in self.sizes.values())
 
 
-# ---------------------------------------------------------------------------- identity / cache
-def label_content_hash(path: str | os.PathLike[str]) -> str:
-    """SHA-256 (hex) identifying the content of a label folder (or file).
-
-    A folder with a ``manifest.json``: the hash of the manifest bytes (the manifest lists every
-    shard with its SHA-256, checked when shards are read). Otherwise: a hash over the sorted
-    relative paths and contents of all regular files (hidden files excluded).
-    """
-    path = Path(path)
-    h = hashlib.sha256()
-    try:
-        if path.is_dir() and (path / MANIFEST).is_file():
-            return manifest_content_hash((path / MANIFEST).read_bytes())
-        if path.is_file():
-            files = [path]
-            base = path.parent
-        elif path.is_dir():
-            base = path
-            files = sorted(p for p in path.rglob("*") if p.is_file()
-                           and not any(part.startswith(".") for part in p.relative_to(path).parts))
-        else:
-            raise KosumiError(f"{path}: no such label folder")
-        for f in files:
-            h.update(str(f.relative_to(base)).encode() + b"\0")
-            with open(f, "rb") as fh:
-                while block := fh.read(1 << 20):
-                    h.update(block)
-            h.update(b"\0")
-    except OSError as e:
-        raise KosumiError(f"{path}: cannot read ({e.strerror or e})") from None
-    return h.hexdigest()
-
-
-def default_cache_dir() -> Path:
-    """``$KOSUMI_CACHE_DIR``, else ``$XDG_CACHE_HOME/kosumi/distill``, else ``~/.cache/...``."""
-    env = os.environ.get("KOSUMI_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kosumi" / "distill"
-
-
-def cache_path(cache_dir: str | os.PathLike[str], content_hash: str, feature_set: str,
-               board_size: int) -> Path:
-    """Where the encoded arrays of (labels, feature set, size) live (named by a digest of the
-    whole content hash: one teacher's records of a folder get their own file)."""
-    name = hashlib.sha256(content_hash.encode()).hexdigest()[:32]
-    return Path(cache_dir) / f"{name}-{feature_set}-{board_size}x{board_size}.npz"
-
-
-def _cache_meta(content_hash: str, feature_set: str, board_size: int) -> dict[str, Any]:
-    fs = get_feature_set(feature_set)
-    return {"version": DATASET_VERSION, "content_hash": content_hash,
-            "feature_set": feature_set, "planes": fs.num_planes, "globals": fs.num_globals,
-            "board_size": board_size}
+# ---------------------------------------------------------------------------- cache
+def load_cached(path: Path, meta: dict[str, Any]) -> SizeData | None:
+    """The cached arrays of one size (memory-mapped, read-only) if ``path`` is an intact entry
+    matching ``meta``; else None (see ``kosumi.distill.dataset_cache``)."""
+    arrays = _cache.load_cached(path, meta, _ARRAY_FIELDS)
+    return None if arrays is None else SizeData.from_arrays(meta["board_size"], arrays)
 
 
 def save_cached(path: Path, data: SizeData, meta: dict[str, Any]) -> None:
-    """Write ``data`` as an uncompressed .npz with a JSON ``meta`` entry, atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    arrays = data.to_arrays()
-    arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
-    with atomic_writer(path) as f:
-        np.savez(f, allow_pickle=True, **arrays)  # numpy's default, spelled out for mypy
-
-
-def _mapped_npz(path: Path) -> dict[str, np.ndarray]:
-    """The arrays of an uncompressed .npz, memory-mapped read-only (a member that is compressed,
-    or holds objects, is read into memory instead)."""
-    out: dict[str, np.ndarray] = {}
-    with zipfile.ZipFile(path) as z, open(path, "rb") as f:
-        for info in z.infolist():
-            name = info.filename.removesuffix(".npy")
-            f.seek(info.header_offset)
-            local = f.read(30)
-            if info.compress_type != zipfile.ZIP_STORED or local[:4] != b"PK\x03\x04":
-                out[name] = np.load(z.open(info), allow_pickle=False)
-                continue
-            skip = int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little")
-            f.seek(info.header_offset + 30 + skip)
-            version = np.lib.format.read_magic(f)
-            header = {(1, 0): np.lib.format.read_array_header_1_0,
-                      (2, 0): np.lib.format.read_array_header_2_0}.get(version)
-            shape, fortran, dtype = header(f) if header else ((0,), False, np.dtype(object))
-            if dtype.hasobject or 0 in shape:
-                f.seek(info.header_offset + 30 + skip)
-                out[name] = np.lib.format.read_array(f, allow_pickle=False)
-                continue
-            out[name] = np.memmap(path, dtype=dtype, mode="r", offset=f.tell(), shape=shape,
-                                  order="F" if fortran else "C")
-    return out
-
-
-def load_cached(path: Path, meta: dict[str, Any]) -> SizeData | None:
-    """The cached arrays if ``path`` exists, is intact and matches ``meta``; else None. The
-    arrays are memory-mapped from the file (read-only): training reads the positions it
-    samples, the OS keeps what fits in memory, and processes on one machine (DDP ranks) share
-    the pages."""
-    if not path.is_file():
-        return None
-    try:
-        arrays = _mapped_npz(path)
-        stored = json.loads(str(arrays.pop("meta")))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-        return None
-    if stored != meta or any(k not in arrays for k in _ARRAY_FIELDS):
-        return None
-    data = SizeData.from_arrays(meta["board_size"], arrays)
-    m, n = len(data), meta["board_size"]
-    if any(len(getattr(data, k)) != m for k in _ARRAY_FIELDS if k != "games"):
-        return None
-    if data.planes.shape[1:] != (meta["planes"], n, n) or data.policy.shape[1:] != (n * n + 1,):
-        return None
-    if (data.globals is None) != (meta["globals"] == 0):
-        return None
-    return data
+    """Write in-memory ``data`` as the cache entry ``path`` with its ``meta``, atomically."""
+    _cache.save_cached(path, data.to_arrays(), meta)
 
 
 # ---------------------------------------------------------------------------- replay
@@ -355,97 +261,191 @@ def _check_label(rec: Any, n: int, label: str
     return pol, val, float("nan") if score is None else float(score), own
 
 
-def _encode_positions(fs: Any, positions: list[Any], n: int, progress: ProgressFn | None,
-                      total: int) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
+def _encode_positions(fs: Any, positions: list[Any], n: int, on_chunk: Callable[[int], None]
+                      ) -> tuple[np.ndarray, np.ndarray | None, list[int]]:
     """The input planes and globals of ``positions`` (replayed in prefix order, encoded in
-    chunks of ENCODE_CHUNK) and each one's game: its source, or for positions without one
-    the prefix chain it was replayed in."""
+    chunks of ENCODE_CHUNK, ``on_chunk(count)`` after each) and the replay order."""
     m = len(positions)
     planes = np.zeros((m, fs.num_planes, n, n), dtype=np.uint8)
     glob = np.zeros((m, fs.num_globals), dtype=np.float32) if fs.num_globals else None
-    chunk_idx: list[int] = []
+    order: list[int] = []
     chunk_states: list[GameState] = []
-    done = 0
 
     def flush() -> None:
-        nonlocal planes, done
-        if not chunk_idx:
+        nonlocal planes
+        if not chunk_states:
             return
+        idx = order[len(order) - len(chunk_states):]
         p, g = fs.encode(chunk_states)
         if planes.dtype == np.uint8 and not np.isin(p, (0.0, 1.0)).all():
             planes = planes.astype(np.float32)  # a feature set with non-binary planes
-        planes[chunk_idx] = p
+        planes[idx] = p
         if glob is not None and g is not None:
-            glob[chunk_idx] = g
-        done += len(chunk_idx)
-        chunk_idx.clear()
+            glob[idx] = g
+        on_chunk(len(idx))
         chunk_states.clear()
-        if progress is not None:
-            progress(done, total)
 
-    game_of = [_game_key(p, n) for p in positions]
-    chain, prev_moves, prev_root = 0, None, None
     for i, state in replay_positions(positions):
-        chunk_idx.append(i)
+        order.append(i)
         chunk_states.append(state)
-        if not game_of[i]:
-            pos = positions[i]
-            root = _root_key(pos)
-            if (prev_moves is None or root != prev_root
-                    or tuple(pos.moves[: len(prev_moves)]) != tuple(prev_moves)):
-                chain += 1
-            game_of[i] = f"{n}:#chain{chain}"
-            prev_moves, prev_root = pos.moves, root
-        else:
-            prev_moves = None
-        if len(chunk_idx) >= ENCODE_CHUNK:
+        if len(chunk_states) >= ENCODE_CHUNK:
             flush()
     flush()
-    return planes, glob, game_of
+    return planes, glob, order
+
+
+def _target_rows(checked: list[tuple], nn: int) -> dict[str, np.ndarray]:
+    """The target arrays of validated records (``_check_label``), in their order."""
+    m = len(checked)
+    score = np.array([c[2] for c in checked], dtype=np.float32)
+    has_score = np.isfinite(score)
+    ownership = np.zeros((m, nn), dtype=np.float32)
+    for i, c in enumerate(checked):
+        if c[3] is not None:
+            ownership[i] = c[3]
+    return {
+        "policy": np.stack([c[0] for c in checked]) if m else np.zeros((0, nn + 1), np.float32),
+        "value": np.stack([c[1] for c in checked]) if m else np.zeros((0, 3), np.float32),
+        "score": np.where(has_score, score, 0.0).astype(np.float32),
+        "has_score": has_score,
+        "ownership": ownership,
+        "has_ownership": np.array([c[3] is not None for c in checked], dtype=bool),
+    }
+
+
+class _SizeEncoder:
+    """Encodes the label records of one board size, a group of records at a time.
+
+    Every group is validated, replayed (prefixes shared within the group) and encoded on its
+    own, so memory is bounded by one group; what carries over between groups is small: the
+    record count (error messages name ``record K`` of the whole size), the progress, the game
+    table (key -> index, in order of first sight) and the prefix chain of the group's last
+    record. ``group(records)`` -> the rows of that group, in record order, with provisional
+    game indices; ``game_table()`` -> (sorted game keys, provisional -> final index): the
+    keys and indices ``numpy.unique`` would give for the whole size.
+    """
+
+    def __init__(self, feature_set: str, n: int, where: str, progress: ProgressFn | None,
+                 total: int | None):
+        self.fs, self.n, self.where = get_feature_set(feature_set), n, where
+        self.progress, self.total = progress, total
+        self.seen = 0  # records validated
+        self.done = 0  # positions encoded
+        self.games: dict[str, int] = {}
+        self.chains = 0
+        self.tail: tuple[tuple, tuple, int] | None = None  # (root, moves, chain)
+
+    def group(self, records: Iterable[Any]) -> dict[str, np.ndarray]:
+        positions: list[Any] = []
+        checked = []
+        for rec in records:
+            pos = rec.position
+            src = getattr(pos, "source", "")
+            label = f"{self.where}: record {self.seen}" + (f" ({pos.source})" if src else "")
+            checked.append(_check_label(rec, self.n, label))
+            positions.append(pos)
+            self.seen += 1
+        planes, glob, order = _encode_positions(self.fs, positions, self.n, self._advance)
+        rows = _target_rows(checked, self.n * self.n)
+        rows.update(planes=planes, game=self._games(positions, order))
+        if glob is not None:
+            rows["globals"] = glob
+        return rows
+
+    def _advance(self, count: int) -> None:
+        self.done += count
+        if self.progress is not None:
+            self.progress(self.done, self.seen if self.total is None else self.total)
+
+    def _games(self, positions: list[Any], order: list[int]) -> np.ndarray:
+        """Each position's game index: by its source; positions without one by the prefix
+        chain they were replayed in (a chain: each position continues the one replayed just
+        before it). The chain of a group's first record continues the chain of the previous
+        group's last record when that is a prefix of it: a game cut by a shard boundary."""
+        n = self.n
+        keys = [_game_key(p, n) for p in positions]
+        chain = [0] * len(positions)
+        prev: Any = None
+        for i in order:
+            pos = positions[i]
+            if keys[i]:
+                prev = None
+                continue
+            if prev is None or _root_key(pos) != _root_key(prev) or not _extends(pos, prev.moves):
+                self.chains += 1
+            chain[i], prev = self.chains, pos
+        if positions and not keys[0] and self.tail is not None:
+            root, moves, old = self.tail
+            if _root_key(positions[0]) == root and _extends(positions[0], moves):
+                first = chain[0]
+                chain = [old if c == first else c for c in chain]
+        last = positions[-1] if positions else None
+        self.tail = None if last is None or keys[-1] else (
+            _root_key(last), tuple(last.moves), chain[-1])
+        out = np.empty(len(positions), dtype=np.int32)
+        for i, key in enumerate(keys):
+            out[i] = self.games.setdefault(key or f"{n}:#chain{chain[i]}", len(self.games))
+        return out
+
+    def game_table(self) -> tuple[np.ndarray, np.ndarray]:
+        keys = np.array(list(self.games), dtype=str)
+        order = np.argsort(keys, kind="stable")
+        remap = np.empty(len(keys), dtype=np.int32)
+        remap[order] = np.arange(len(keys), dtype=np.int32)
+        return keys[order], remap
+
+
+def _extends(position: Any, moves: Sequence) -> bool:
+    return tuple(position.moves[: len(moves)]) == tuple(moves)
 
 
 def encode_records(records: Iterable[Any], feature_set: str, board_size: int,
                    progress: ProgressFn | None = None, total: int | None = None,
                    where: str = "labels") -> SizeData:
-    """Encode label records of one board size for ``feature_set`` (see the module docstring).
+    """Encode label records of one board size for ``feature_set``, in memory, as one group
+    (see the module docstring; ``load_dataset`` streams into the cache instead).
 
     ``where`` names the label store in error messages; ``progress(done, total)`` is called as
     positions are encoded.
     """
-    n = board_size
-    nn = n * n
-    positions: list[Any] = []
-    checked = []
-    for k, rec in enumerate(records):
-        pos = rec.position
-        label = f"{where}: record {k}" + (f" ({pos.source})" if getattr(pos, "source", "") else "")
-        checked.append(_check_label(rec, n, label))
-        positions.append(pos)
-    m = len(positions)
-    planes, glob, game_of = _encode_positions(get_feature_set(feature_set), positions, n,
-                                              progress, m if total is None else total)
-    keys, game = np.unique(np.array(game_of, dtype=str), return_inverse=True) if m else (
-        np.array([], dtype=str), np.zeros(0, dtype=np.int64))
-    score_arr = np.array([c[2] for c in checked], dtype=np.float32)
-    has_score = np.isfinite(score_arr)
-    has_own = np.array([c[3] is not None for c in checked], dtype=bool)
-    ownership = np.zeros((m, nn), dtype=np.float32)
-    for i, c in enumerate(checked):
-        if c[3] is not None:
-            ownership[i] = c[3]
-    return SizeData(
-        board_size=n,
-        planes=planes,
-        globals=glob,
-        policy=np.stack([c[0] for c in checked]) if m else np.zeros((0, nn + 1), np.float32),
-        value=np.stack([c[1] for c in checked]) if m else np.zeros((0, 3), np.float32),
-        score=np.where(has_score, score_arr, 0.0).astype(np.float32),
-        has_score=has_score,
-        ownership=ownership,
-        has_ownership=has_own,
-        game=game.astype(np.int32).reshape(-1),
-        games=keys,
-    )
+    enc = _SizeEncoder(feature_set, board_size, where, progress, total)
+    rows = enc.group(records)
+    games, remap = enc.game_table()
+    rows["game"] = remap[rows["game"]]
+    return SizeData(board_size=board_size, globals=rows.pop("globals", None), games=games,
+                    **rows)
+
+
+def encode_to_cache(store: Any, feature_set: str, board_size: int, path: Path,
+                    meta: dict[str, Any], where: str = "labels",
+                    progress: ProgressFn | None = None) -> None:
+    """Encode ``store.records(board_size)`` into the cache entry ``path``, streaming: groups
+    of GROUP_ROWS records (one default label shard) are encoded in storage order and their
+    rows appended to the entry's columns on disk, which is published atomically at the end.
+    An error (a bad label: KosumiError, or OSError) leaves no entry and no temporary files.
+    """
+    fs = get_feature_set(feature_set)
+    n, nn = board_size, board_size * board_size
+    count = getattr(store, "count", None)
+    enc = _SizeEncoder(feature_set, n, where, progress,
+                       count(board_size=n) if callable(count) else None)
+    with _cache.StreamedNpz(path) as out:
+        out.column("planes", np.uint8, (fs.num_planes, n, n))  # widened if a plane is not 0/1
+        if fs.num_globals:
+            out.column("globals", np.float32, (fs.num_globals,))
+        for name, dtype, shape in (("policy", np.float32, (nn + 1,)),
+                                   ("value", np.float32, (3,)), ("score", np.float32, ()),
+                                   ("has_score", bool, ()), ("ownership", np.float32, (nn,)),
+                                   ("has_ownership", bool, ()), ("game", np.int32, ())):
+            out.column(name, dtype, shape)
+        records = iter(store.records(board_size=n))
+        while group := list(islice(records, GROUP_ROWS)):
+            for name, rows in enc.group(group).items():
+                out.append(name, rows)
+            del group, rows  # before the next group is read: one group in memory at a time
+        games, remap = enc.game_table()
+        out.publish({"games": games, "meta": np.array(json.dumps(meta, sort_keys=True))},
+                    transform={"game": lambda g: remap[g]})
 
 
 def load_dataset(store: Any, feature_set: str, board_sizes: Sequence[int] | None = None,
@@ -455,8 +455,10 @@ def load_dataset(store: Any, feature_set: str, board_sizes: Sequence[int] | None
     """Encoded training arrays of ``store`` for ``feature_set`` and the given board sizes.
 
     ``store`` is a ``LabelStore`` (anything with ``path``, ``board_sizes()`` and
-    ``records(board_size)``). Sizes default to all sizes in the store. With ``use_cache`` the
-    arrays are read from / written to ``cache_dir`` (see the module docstring).
+    ``records(board_size)``; ``count(board_size)`` for progress totals). Sizes default to all
+    sizes in the store. With ``use_cache`` the arrays are read from, or streamed into,
+    ``cache_dir`` and memory-mapped (see the module docstring); without it, or where the cache
+    cannot be written, they are encoded in memory.
     ``content_hash`` overrides the label folder hash (for stores without files).
     """
     get_feature_set(feature_set)
@@ -466,16 +468,17 @@ def load_dataset(store: Any, feature_set: str, board_sizes: Sequence[int] | None
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     out = DistillDataset(feature_set=feature_set, content_hash=chash)
     for n in sizes:
-        meta = _cache_meta(chash, feature_set, n)
+        meta = cache_meta(chash, feature_set, n)
         path = cache_path(folder, chash, feature_set, n)
         data = load_cached(path, meta) if use_cache else None
+        if data is None and use_cache:
+            # a read-only or full cache folder only costs memory and the next run the encoding
+            with contextlib.suppress(OSError):
+                encode_to_cache(store, feature_set, n, path, meta, where, progress)
+                data = load_cached(path, meta)
         if data is None:
             data = encode_records(store.records(board_size=n), feature_set, n,
                                   progress=progress, where=where)
-            if use_cache:
-                # a read-only cache folder only costs the next run the encoding
-                with contextlib.suppress(OSError):
-                    save_cached(path, data, meta)
         out.sizes[n] = data
     return out
 

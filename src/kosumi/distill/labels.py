@@ -237,9 +237,11 @@ class LabelStore:
         """``label_content_hash`` of the folder as this store read it."""
         return manifest_content_hash(self.dir.manifest_bytes)
 
-    def count(self, board_size: int | None = None) -> int:
+    def count(self, board_size: int | None = None, teacher: int | None = None) -> int:
+        """The number of labelled positions (of one board size, of one teacher, if given)."""
         return sum(s["count"] for s in self.dir.shards
-                   if board_size is None or s["board_size"] == board_size)
+                   if (board_size is None or s["board_size"] == board_size)
+                   and (teacher is None or s["teacher"] == teacher))
 
     def read_shard(self, entry: dict[str, Any]) -> LabelShard:
         """One listed shard's arrays, checked (KosumiError naming the file and array)."""

@@ -165,6 +165,12 @@ class TeacherFilter:
     def records(self, board_size: int | None = None):
         return (r for r in self.store.records(board_size) if getattr(r, "teacher", 0) == self.index)
 
+    def count(self, board_size: int | None = None) -> int | None:
+        """The teacher's positions (the encoding's progress total); None if the store cannot
+        say without reading its records."""
+        count = getattr(self.store, "count", None)
+        return None if count is None else count(board_size, teacher=self.index)
+
 
 # ---------------------------------------------------------------------------- --init
 def read_init(options: DistillOptions) -> tuple[DistillOptions, nn.Module, dict[str, Any]]:

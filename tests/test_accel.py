@@ -21,7 +21,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from kosumi import accel
 from kosumi.go.board import KO_SIMPLE, GameState, Rules

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import GNUGO, require_program
-from test_match import gnugo_final_score
+from helpers import GNUGO, gnugo_final_score, require_program
 
 from kosumi.engine.match_results import parse_score
 from kosumi.go.sgf import load_game

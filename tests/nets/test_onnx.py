@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from conftest import random_net_file, replay_reference
+from helpers import random_net_file, replay_reference
 from typer.testing import CliRunner
 
 from kosumi.cli import app

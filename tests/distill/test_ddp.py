@@ -7,13 +7,12 @@ import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
-from test_dataset import make_label_folder  # tests/ is on sys.path
+from helpers import ROOT, make_label_folder
 from torch import nn
 
 from kosumi.distill.ddp import GlobalBatchNorm2d, convert_batchnorm
@@ -21,7 +20,6 @@ from kosumi.distill.train import DistillOptions, distill, make_batch
 from kosumi.nets.checkpoint import load_net, read_checkpoint
 
 torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="torch.distributed with gloo is not available")

@@ -1,159 +1,34 @@
 """Labels -> training arrays: replay once, encode, cache, augment, split, batch order.
 
-Also holds the helpers the other distillation tests import (``import test_dataset``): random
-games, an in-memory label store, and a real label folder labelled by a synthetic teacher.
+The random games, the in-memory label store and the synthetic teacher's label folder are in
+helpers.py (the trainer's and DDP's tests use them too).
 """
 
 from __future__ import annotations
 
-import hashlib
 import random
-from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from helpers import (
+    FakeRecord,
+    fake_store,
+    game_positions,
+    make_label_folder,
+    random_game,
+    synthetic_outputs,
+)
 
 from kosumi.distill import dataset as D
 from kosumi.distill.positions import Position
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
-from kosumi.go.coords import BLACK, PASS, WHITE, transform_point
+from kosumi.go.coords import BLACK, WHITE, transform_point
 from kosumi.nets.features import get_feature_set
-from kosumi.runtime.evaluator import Evaluation, Evaluator
 
 torch.set_num_threads(1)
-
-
-# ============================================================================ helpers
-def random_game(size: int, length: int, rng: random.Random, start: GameState | None = None,
-                pass_prob: float = 0.03) -> list[tuple[int, int]]:
-    """A random legal move sequence (occasional passes, never two in a row)."""
-    state = start.copy() if start is not None else GameState(size, 7.0)
-    moves: list[tuple[int, int]] = []
-    for _ in range(length):
-        legal = np.flatnonzero(state.legal_mask())
-        last_pass = bool(moves) and moves[-1][1] == PASS
-        if len(legal) == 0 or (rng.random() < pass_prob and not last_pass):
-            p = PASS
-        else:
-            p = int(legal[rng.randrange(len(legal))])
-        color = state.to_move
-        state.play(p, color)
-        moves.append((color, p))
-    return moves
-
-
-def game_positions(size: int, games: int, length: int, seed: int, komi: float = 7.0,
-                   every: int = 1, prefix: str = "g") -> list[Position]:
-    """Every ``every``-th prefix of ``games`` random games, sources ``sgf:<prefix><k>``."""
-    rng = random.Random(seed)
-    out = []
-    for g in range(games):
-        moves = random_game(size, length, rng)
-        for t in range(0, length + 1, every):
-            out.append(Position(board_size=size, komi=komi, rules="chinese", setup=(),
-                                to_move_at_start=BLACK, moves=tuple(moves[:t]),
-                                source=f"sgf:{prefix}{g}"))
-    return out
-
-
-class FakeRecord:
-    def __init__(self, position, policy, value, score_lead=None, ownership=None, teacher=0):
-        self.position, self.policy, self.value = position, policy, value
-        self.score_lead, self.ownership, self.teacher = score_lead, ownership, teacher
-
-
-class FakeStore:
-    """An in-memory label store with the ``LabelStore`` interface (counts record reads)."""
-
-    def __init__(self, path: Path, records: Sequence[FakeRecord], teacher: dict | None = None):
-        self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
-        (self.path / "manifest.json").write_text(f"fake {len(records)} {id(self)}")
-        self._records = list(records)
-        self.teacher = teacher or {"name": "fake", "format": "test", "sha256": "ab" * 32,
-                                   "symmetries": 1}
-        self.teachers = [self.teacher]
-        self.reads = 0
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def board_sizes(self, teacher: int | None = None) -> list[int]:
-        return sorted({r.position.board_size for r in self._records
-                       if teacher is None or r.teacher == teacher})
-
-    def content_hash(self) -> str:
-        return D.label_content_hash(self.path)
-
-    def records(self, board_size=None):
-        self.reads += 1
-        return (r for r in self._records
-                if board_size is None or r.position.board_size == board_size)
-
-
-def previous_own_move_target(state: GameState) -> int:
-    """The synthetic teacher's move: where the side to move itself last played (the move
-    before the last one), pass if there is none or it was a pass. Equivariant under the 8
-    symmetries, and visible in the ``basic`` features (plane 8), so a tiny net can learn it."""
-    n = state.size
-    if len(state.moves) >= 2 and state.moves[-2][1] >= 0:
-        return state.moves[-2][1]
-    return n * n
-
-
-def synthetic_outputs(state: GameState) -> tuple[np.ndarray, float, float, np.ndarray]:
-    """(one-hot policy, win prob, score lead, ownership) of the synthetic teacher."""
-    n = state.size
-    pol = np.zeros(n * n + 1, dtype=np.float32)
-    pol[previous_own_move_target(state)] = 1.0
-    black = state.to_move == BLACK
-    board = np.frombuffer(bytes(state.board), dtype=np.uint8)
-    own = np.where(board == state.to_move, 1.0, np.where(board == 0, 0.0, -1.0))
-    return pol, (0.7 if black else 0.3), (2.0 if black else -2.0), own.astype(np.float32)
-
-
-class SyntheticTeacher(Evaluator):
-    """A fixed, hand-written teacher (see ``synthetic_outputs``)."""
-
-    name = "synthetic"
-
-    def evaluate(self, states):
-        out = []
-        for s in states:
-            pol, v, lead, own = synthetic_outputs(s)
-            out.append(Evaluation(policy=pol, value=v, score_lead=lead, ownership=own))
-        return out
-
-
-def fake_store(path: Path, positions: Sequence[Position]) -> FakeStore:
-    recs = []
-    for p in positions:
-        pol, v, lead, own = synthetic_outputs(p.to_state())
-        recs.append(FakeRecord(p, pol, np.array([v, 1 - v, 0], np.float32), lead, own))
-    return FakeStore(path, recs)
-
-
-def make_label_folder(root: Path, size: int = 7, games: int = 40, length: int = 24,
-                      seed: int = 1, teacher_file_bytes: bytes = b"synthetic teacher v1"
-                      ) -> tuple[Path, Path]:
-    """A REAL label folder (positions -> kosumi.distill.labels) labelled by the synthetic
-    teacher; returns (label folder, teacher file whose sha256 the manifest records)."""
-    from kosumi.distill.labels import label_positions
-    from kosumi.distill.positions import write_positions
-
-    root.mkdir(parents=True, exist_ok=True)
-    teacher_file = root / "teacher.bin"
-    teacher_file.write_bytes(teacher_file_bytes)
-    pos_dir, lab_dir = root / "positions", root / "labels"
-    write_positions(pos_dir, game_positions(size, games, length, seed, every=1))
-    info = {"name": "teacher.bin", "format": "synthetic",
-            "sha256": hashlib.sha256(teacher_file_bytes).hexdigest(), "symmetries": 1}
-    label_positions(SyntheticTeacher(), pos_dir, lab_dir, teacher_info=info, batch=512)
-    return lab_dir, teacher_file
 
 
 # ============================================================================ replay

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import random_net_file
+from helpers import random_net_file
 
 pytest.importorskip("ray", reason="the cluster extra (ray) is not installed")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import random_net_file
+from helpers import random_net_file
 from typer.testing import CliRunner
 
 from kosumi.cli import app

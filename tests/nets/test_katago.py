@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import shared_path
+from helpers import shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

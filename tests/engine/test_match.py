@@ -12,19 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import GNUGO, LEELAZ, require_program
+from helpers import FAKE_GTP, GNUGO, LEELAZ, fake_gtp, gnugo_final_score, require_program
 
 from kosumi.engine.gtp_client import EngineCrashed, GTPError, GTPProcess, GTPTimeout
 from kosumi.engine.match import play_match
 from kosumi.engine.match_results import parse_score
 from kosumi.errors import KosumiError
 from kosumi.go.sgf import load_game
-
-FAKE = Path(__file__).parent / "engines" / "fake_gtp.py"
-
-
-def fake(behaviour: str, seed: int = 1, pass_after: int = 20) -> list[str]:
-    return [sys.executable, str(FAKE), behaviour, str(seed), str(pass_after)]
 
 
 def gnugo_cmd(level: int = 1) -> str:
@@ -36,19 +30,9 @@ def fast_referee() -> str:
     return f"{require_program(GNUGO)} --mode gtp --chinese-rules --level 1"
 
 
-def gnugo_final_score(sgf: Path) -> float:
-    """A fresh GNU Go loads the SGF and scores its final position (Chinese rules)."""
-    script = f"loadsgf {sgf}\nfinal_score\nquit\n"
-    out = subprocess.run([require_program(GNUGO), "--mode", "gtp", "--chinese-rules"],
-                         input=script, capture_output=True, check=False, text=True, timeout=120).stdout
-    replies = [b.strip() for b in out.split("\n\n") if b.strip()]
-    assert replies[0].startswith("="), out
-    return parse_score(replies[1].lstrip("= "))
-
-
 # ----------------------------------------------------------------------------- GTP client
 def test_gtp_client_answers_errors_and_crash():
-    with GTPProcess(fake("crash")) as eng:
+    with GTPProcess(fake_gtp("crash")) as eng:
         assert eng.send("name", timeout=10) == "fake-crash"
         with pytest.raises(GTPError, match="unknown command"):
             eng.send("frobnicate", timeout=10)
@@ -60,7 +44,7 @@ def test_gtp_client_answers_errors_and_crash():
 
 
 def test_gtp_client_timeout_never_hangs():
-    eng = GTPProcess(fake("hang"))
+    eng = GTPProcess(fake_gtp("hang"))
     try:
         eng.send("boardsize 9", timeout=10)
         t0 = time.monotonic()
@@ -77,7 +61,7 @@ def test_gtp_client_timeout_never_hangs():
 
 
 def test_gtp_client_drains_stderr():
-    with GTPProcess(fake("noisy"), stderr_lines=50) as eng:
+    with GTPProcess(fake_gtp("noisy"), stderr_lines=50) as eng:
         for _ in range(3):
             assert eng.send("genmove b", timeout=20).lower() == "pass"
         assert len(eng.stderr_tail(1000).splitlines()) == 50  # bounded
@@ -119,7 +103,7 @@ def test_cli_match_gnugo_vs_gnugo(tmp_path: Path):
 def test_cli_json_and_sprt_stops_early(tmp_path: Path):
     # GNU Go against an engine that resigns at once: SPRT [0, 200] decides after 4 wins
     cmd = [sys.executable, "-m", "kosumi.cli", "match", "--black", gnugo_cmd(1),
-           "--white", " ".join(fake("resign")), "--games", "10", "--size", "9",
+           "--white", " ".join(fake_gtp("resign")), "--games", "10", "--size", "9",
            "--swap-colors", "--sprt", "0,200", "--json"]
     proc = subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -150,7 +134,7 @@ def test_cli_bad_options_are_one_line_errors():
     [("illegal", "illegal"), ("garbage", "illegal"), ("crash", "crash"), ("hang", "timeout")],
 )
 def test_misbehaving_engine_forfeits_every_game(tmp_path: Path, behaviour: str, kind: str):
-    result = play_match(fake(behaviour), gnugo_cmd(1), games=2, size=9, komi=7.0,
+    result = play_match(fake_gtp(behaviour), gnugo_cmd(1), games=2, size=9, komi=7.0,
                         swap_colors=True, sgf_dir=tmp_path, move_timeout=1.0,
                         startup_timeout=20.0, progress=False)
     assert len(result.games) == 2  # the match went on after the forfeit
@@ -169,7 +153,7 @@ def test_misbehaving_engine_forfeits_every_game(tmp_path: Path, behaviour: str, 
 
 def test_random_engine_lowercase_moves_and_uppercase_pass(tmp_path: Path):
     """An engine answering 'd4' and 'PASS' plays normally; its passes are forwarded."""
-    result = play_match(fake("random", seed=5, pass_after=6), gnugo_cmd(1), games=2, size=7,
+    result = play_match(fake_gtp("random", seed=5, pass_after=6), gnugo_cmd(1), games=2, size=7,
                         komi=7.0, swap_colors=True, sgf_dir=tmp_path, move_timeout=20.0,
                         max_moves=40, referee_cmd=fast_referee(), progress=False)
     assert result.first.startswith("python") and "fake_gtp.py random" in result.first
@@ -186,7 +170,7 @@ def test_random_engine_lowercase_moves_and_uppercase_pass(tmp_path: Path):
 
 
 def test_max_moves_stops_and_scores(tmp_path: Path):
-    result = play_match(fake("random", seed=9, pass_after=100), fake("random", seed=10),
+    result = play_match(fake_gtp("random", seed=9, pass_after=100), fake_gtp("random", seed=10),
                         games=1, size=9, komi=7.0, sgf_dir=tmp_path, move_timeout=20.0,
                         max_moves=12, referee_cmd=fast_referee(), progress=False)
     game = result.games[0]
@@ -225,13 +209,13 @@ def test_leelaz_plays_through_the_arena(tmp_path: Path):
     leelaz = require_program(LEELAZ)
     net = tiny_leelaz_weights(tmp_path / "tiny.txt")
     cmd = f"{leelaz} --cpu-only -w {net} --gtp --noponder -t 1 -v 5 --timemanage off -r 0"
-    result = play_match(cmd, fake("random", seed=3), games=2, size=19, komi=7.5,
+    result = play_match(cmd, fake_gtp("random", seed=3), games=2, size=19, komi=7.5,
                         swap_colors=True, move_timeout=30.0, max_moves=16, referee_cmd=None,
                         progress=False)
     for game in result.games:
         assert game.forfeit is None and game.end == "max-moves" and game.moves == 16
     with pytest.raises(KosumiError, match=r"cannot play this match.*unacceptable size"):
-        play_match(cmd, fake("random"), games=1, size=9, referee_cmd=None, progress=False)
+        play_match(cmd, fake_gtp("random"), games=1, size=9, referee_cmd=None, progress=False)
 
 
 # A triple ko on 9x9, hand-built: kos at A2-B2|C2 (W stone in), F2|G2-H2 (B stone in) and
@@ -244,8 +228,8 @@ TRIPLE_KO_WHITE = "C1,D2,C3,H1,J2,H3,C6,D7,C8,B2,B7;G2,B2,B7"
 def test_a_cycle_ends_the_game_without_a_result(tmp_path: Path):
     """Under simple ko a triple ko repeats forever: the arena stops at the third occurrence of
     the position (22 setup moves, then 2 x 6), records no result and counts a draw."""
-    black = [sys.executable, str(FAKE), "script", TRIPLE_KO_BLACK]
-    white = [sys.executable, str(FAKE), "script", TRIPLE_KO_WHITE]
+    black = [sys.executable, str(FAKE_GTP), "script", TRIPLE_KO_BLACK]
+    white = [sys.executable, str(FAKE_GTP), "script", TRIPLE_KO_WHITE]
     result = play_match(black, white, games=1, size=9, komi=7.0, sgf_dir=tmp_path,
                         move_timeout=20.0, referee_cmd=None, progress=False)
     game = result.games[0]
@@ -269,7 +253,7 @@ def test_close_kills_what_an_engine_left_in_its_process_group(tmp_path: Path):
     """A wrapper's child (here a background sleep) dies with the engine's group, even though
     the engine itself exited cleanly on 'quit'."""
     pidfile = tmp_path / "sleep.pid"
-    script = f"sleep 600 & echo $! > {pidfile}; exec {sys.executable} {FAKE} resign"
+    script = f"sleep 600 & echo $! > {pidfile}; exec {sys.executable} {FAKE_GTP} resign"
     engine = GTPProcess(["sh", "-c", script])
     assert engine.send("name", timeout=20) == "fake-resign"
     pid = int(pidfile.read_text())

@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from conftest import random_net_file
+from helpers import random_net_file
 from typer.testing import CliRunner
 
 from kosumi.cli import app
@@ -335,7 +335,7 @@ def test_int8_activations_for_tensorrt_and_the_exported_file(net, calib, tmp_pat
 def test_katago_int8_against_katago_itself(calib, reference_positions, tmp_path):
     """KataGo's g170 net quantized to int8 (every layer int8 but the value head, which
     --keep-float names), judged against the real KataGo engine's outputs."""
-    from conftest import replay_reference, shared_path
+    from helpers import replay_reference, shared_path
 
     from kosumi.quantize import QuantizeOptions, quantize_model
 

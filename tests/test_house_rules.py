@@ -8,7 +8,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "kosumi"
+from helpers import ROOT
+
+SRC = ROOT / "src" / "kosumi"
 ORDER = ("go", "nets", "runtime", "engine")  # each may import only those before it
 ABOVE = ("distill", "quantize", "export", "viz")  # may import the layers, never imported by them
 CLI = ("kosumi.cli", "kosumi.cli_models", "kosumi.cli_options")

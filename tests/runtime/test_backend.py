@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import random_net_file, shared_path
+from helpers import random_net_file, shared_path
 from typer.testing import CliRunner
 
 from kosumi.cli import app

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import GNUGO, require_program
+from helpers import GNUGO, require_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

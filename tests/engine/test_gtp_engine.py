@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import GNUGO, ROOT, require_program
+from helpers import GNUGO, ROOT, require_program
 from sgfmill import sgf
 
 from kosumi.engine.gtp_client import GTPError, GTPProcess

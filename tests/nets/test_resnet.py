@@ -9,7 +9,7 @@ import struct
 import numpy as np
 import pytest
 import torch
-from conftest import randomise_bn
+from helpers import randomise_bn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save as st_save

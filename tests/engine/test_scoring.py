@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import GNUGO, require_program
+from helpers import GNUGO, require_program
 
 from kosumi.engine.gtp_client import GTPProcess
 from kosumi.engine.match_results import parse_score

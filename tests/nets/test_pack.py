@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT, quantized_net_files
+from helpers import ROOT, quantized_net_files
 from typer.testing import CliRunner
 
 from kosumi.cli import app

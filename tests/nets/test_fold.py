@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import random_net_file, shared_path
+from helpers import random_net_file, shared_path
 
 from kosumi.errors import KosumiError
 from kosumi.nets.checkpoint import Checkpoint, build_net, read_checkpoint

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import randomise_bn
+from helpers import randomise_bn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -398,7 +398,7 @@ def test_load_evaluator_and_teacher(tmp_path):
 
 
 def test_load_teacher_katago():
-    from conftest import shared_path
+    from helpers import shared_path
 
     model = shared_path("models/g170-b6c96-s175395328-d26788732.bin.gz")
     teacher = load_teacher(model)

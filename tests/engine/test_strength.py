@@ -10,12 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import random_net_file
+from helpers import ROOT, random_net_file
 
 from kosumi.engine.strength import read_strength_table, strength_row, write_strength_table
 from kosumi.errors import KosumiError
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def game(index: int, first_color: str, winner: str | None, forfeit: bool = False) -> dict:

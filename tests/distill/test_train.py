@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from test_dataset import (  # tests/ is on sys.path
+from helpers import (
     FakeRecord,
     FakeStore,
     game_positions,

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import ROOT
 from typer.testing import CliRunner
 
 from kosumi.cli import app
@@ -165,7 +166,7 @@ def test_kill_and_rerun_keeps_every_finished_game(net, tmp_path):
     import sys
     import time
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     args = ["selfplay", "--model", str(net), "--games", "30", "--size", "7",
             "--policy-temperature", "1", "--random-opening", "2", "--max-moves", "40",
             "--seed", "9"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import quantized_net_files
+from helpers import quantized_net_files
 from typer.testing import CliRunner
 
 from kosumi.cli import app

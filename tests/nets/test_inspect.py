@@ -70,7 +70,7 @@ def test_leela_zero(tmp_path, name, version):
 
 
 def test_katago():
-    from conftest import shared_path
+    from helpers import shared_path
 
     pytest.importorskip("kosumi.nets.katago")
     path = shared_path("models/g170-b6c96-s175395328-d26788732.bin.gz")

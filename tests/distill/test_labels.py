@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import ROOT
 from typer.testing import CliRunner
 
 from kosumi.cli import app
@@ -33,7 +34,6 @@ from kosumi.nets.resnet import KosumiNet
 from kosumi.runtime.evaluator import UniformEvaluator
 
 torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_net(path: Path, seed: int = 0, value: str = "wdl", sizes=(9,), arch="b1c8",
@@ -277,7 +277,7 @@ def test_workers_give_the_same_labels(data, tmp_path):
 def test_katago_teacher_labels_match_katago_itself(tmp_path, reference_positions):
     """Labels written by the KataGo teacher (on the default backend) against the real KataGo
     engine's outputs for the same positions: win/loss/noResult, policy, lead, ownership."""
-    from conftest import shared_path
+    from helpers import shared_path
 
     from kosumi.go.coords import parse_color, vertex_to_point
 

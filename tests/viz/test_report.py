@@ -10,7 +10,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import quantized_net_files, random_net_file, require_program, shared_path
+from helpers import quantized_net_files, random_net_file, require_program, shared_path
 from typer.testing import CliRunner
 
 from kosumi.cli import app

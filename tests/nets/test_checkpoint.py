@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import random_net_file
+from helpers import random_net_file
 
 from kosumi.errors import KosumiError
 from kosumi.fileio import shareable_path

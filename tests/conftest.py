@@ -24,6 +24,13 @@ from helpers import (
 from kosumi.go.board import GameState
 
 
+@pytest.fixture(autouse=True)
+def onnx_cache(tmp_path_factory, monkeypatch):
+    """ONNX files exported on the fly (for onnxruntime) are cached in this session's temporary
+    folder, never in the user's cache."""
+    monkeypatch.setenv("KOSUMI_ONNX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "onnx"))
+
+
 @pytest.fixture(scope="session")
 def katago_model() -> Path:
     """KataGo's g170 b6c96 net (.bin.gz) in ../shared/models."""
@@ -56,6 +63,42 @@ def random_net_9x9(tmp_path_factory) -> Path:
     """A small random 9x9-only kosumi net (b2c16, BatchNorm randomised, seed 0)."""
     return random_net_file(tmp_path_factory.mktemp("random_net") / "b2c16-9.safetensors",
                            arch="b2c16", board_sizes=(9,))
+
+
+@pytest.fixture(scope="session")
+def calib_positions(tmp_path_factory) -> Path:
+    """Calibration positions for quantization: seeded random games, 96 on 9x9 and 48 on 19x19
+    (other games than any test position)."""
+    from kosumi.distill.positions import Position, write_positions
+    from kosumi.runtime.bench import bench_states
+
+    path = tmp_path_factory.mktemp("calib") / "pos"
+    states = bench_states(9, 96, seed=5) + bench_states(19, 48, seed=6)
+    write_positions(path, [Position.from_state(s, f"calib:{i}") for i, s in enumerate(states)])
+    return path
+
+
+@pytest.fixture(scope="session")
+def float_net_b2c16(tmp_path_factory) -> Path:
+    """A random b2c16 net (9x9 and 19x19, BatchNorm randomised, seed 3): the float net the
+    quantization tests quantize."""
+    return random_net_file(tmp_path_factory.mktemp("q") / "b2c16.safetensors", arch="b2c16",
+                           seed=3)
+
+
+@pytest.fixture(scope="session")
+def int8_net_b2c16(float_net_b2c16, calib_positions, tmp_path_factory) -> Path:
+    """``float_net_b2c16`` quantized to int8 by ``kosumi quantize`` on ``calib_positions``."""
+    from typer.testing import CliRunner
+
+    from kosumi.cli import app
+
+    out = tmp_path_factory.mktemp("q") / "b2c16-int8.safetensors"
+    r = CliRunner().invoke(app, ["quantize", str(float_net_b2c16), "--bits", "8", "--calib",
+                                 str(calib_positions), "--calib-size", "96", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "sensitivity" in r.output and "wrote" in r.output
+    return out
 
 
 @pytest.fixture

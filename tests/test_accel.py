@@ -708,7 +708,6 @@ def test_mcts_select_child_uses_accel():
     assert root.visits >= 64
 
 
-
 # ------------------------------------------------------------------------------ policy_children
 def test_policy_children_hand_example_and_pass_always_kept():
     for impl in {accel.policy_children, accel.py_policy_children}:

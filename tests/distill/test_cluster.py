@@ -163,7 +163,6 @@ def test_bad_input_is_one_line(job, tmp_path):
     assert r.returncode == 2 and "broken.safetensors" in r.stderr and "Traceback" not in r.stderr
 
 
-
 def test_a_worker_without_the_teacher_or_with_another_file_stops_the_run(job, tmp_path):
     """The checks a worker makes before any unit (a real local Ray instance): the teacher fails
     to load there, or its file is another one than the driver's; and results come back in unit

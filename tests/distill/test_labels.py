@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import ROOT
+from helpers import ROOT, shared_path
 from typer.testing import CliRunner
 
 from kosumi.cli import app
@@ -308,3 +308,25 @@ def test_katago_teacher_labels_match_katago_itself(tmp_path, reference_positions
         assert rec.score_lead == pytest.approx(sign * k["whiteLead"], abs=0.05)
         np.testing.assert_allclose(rec.ownership, sign * np.array(k["whiteOwnership"]),
                                    atol=0.02)
+
+
+def test_labels_agree_across_backends(tmp_path):
+    """KataGo's teacher labelling on onnxruntime vs torch: the same labels up to float
+    rounding (policy KL <= 1e-4)."""
+    from kosumi.distill.labels import LabelStore, label_positions
+    from kosumi.distill.positions import Position, write_positions
+    from kosumi.runtime.bench import bench_states
+
+    model = shared_path("models/g170-b6c96-s175395328-d26788732.bin.gz")
+    write_positions(tmp_path / "pos", [Position.from_state(s, f"b:{i}") for i, s in
+                                       enumerate(bench_states(9, 24) + bench_states(19, 8))])
+    for b in ("torch", "onnxruntime"):
+        label_positions(model, tmp_path / "pos", tmp_path / b, backend=b, batch=16)
+    a = {r.key: r for r in LabelStore(tmp_path / "torch").records()}
+    b = {r.key: r for r in LabelStore(tmp_path / "onnxruntime").records()}
+    assert a.keys() == b.keys() and len(a) == 32
+    kl = [float(np.sum(x.policy * (np.log(np.maximum(x.policy, 1e-30))
+                                   - np.log(np.maximum(b[k].policy, 1e-30)))))
+          for k, x in a.items()]
+    assert max(kl) <= 1e-4
+    assert max(float(np.abs(x.value - b[k].value).max()) for k, x in a.items()) < 1e-4

@@ -14,6 +14,7 @@ import queue
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -21,16 +22,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import GNUGO, ROOT, require_program
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sgfmill import sgf
 
 from kosumi.engine.gtp_client import GTPError, GTPProcess
 from kosumi.engine.gtp_engine import GTPEngine
 from kosumi.engine.mcts import SearchConfig
-from kosumi.engine.scoring import format_score
-from kosumi.engine.timecontrol import TimeManager
 from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, WHITE
-from kosumi.go.gtp import parse_vertex
+from kosumi.go.gtp import parse_vertex, preprocess
 from kosumi.runtime.evaluator import Evaluation, Evaluator, UniformEvaluator
 
 VERTEX = re.compile(r"^(pass|resign|[A-HJ-T](1[0-9]|[1-9]))$", re.IGNORECASE)
@@ -74,6 +75,7 @@ def play_all(engine: GTPEngine, moves: list[str]) -> None:
 # Hand count (Tromp-Taylor area): Black owns columns A-D = 28 points, White E-G = 21 points,
 # 28 - 21 - 0.5 = B+6.5.
 WALLS = [m for r in range(7, 0, -1) for m in (f"D{r}", f"E{r}")]
+
 WALL_ROWS = ["...XO.."] * 7
 
 
@@ -225,37 +227,6 @@ def test_genmove_resigns_a_hopeless_game():
     assert ok(e, "genmove b").lower() != "resign"
 
 
-def test_time_manager_budgets_by_hand():
-    tm = TimeManager(lag=0.5)
-    assert tm.budget(BLACK, 0, 9) is None  # no clock, no default
-    tm.set_settings(300, 0, 0)  # absolute: 300 s for the game
-    # expected own moves on 9x9 after 0 moves: 0.7 * 81 / 2 = 28.35; 300 / 28.35 = 10.582
-    assert tm.budget(BLACK, 0, 9) == pytest.approx(300 / 28.35 - 0.5)
-    # late in the game the floor 0.15 * 81 / 2 = 6.075 moves applies
-    assert tm.budget(BLACK, 80, 9) == pytest.approx(300 / 6.075 - 0.5)
-    tm.set_settings(0, 30, 5)  # straight into Canadian byo-yomi: 30 s for 5 stones
-    assert tm.budget(WHITE, 10, 19) == pytest.approx(6 - 0.5)
-    tm.set_time_left(WHITE, 2, 4)  # 2 s for 4 stones: 0.5 s, margin 10% = 0.05
-    assert tm.budget(WHITE, 10, 19) == pytest.approx(0.45)
-    tm.set_time_left(WHITE, 0, 1)
-    assert tm.budget(WHITE, 10, 19) == pytest.approx(0.05)  # never below min_time
-    tm.set_settings(60, 10, 1)  # main time then 10 s per move: main share + one stone's share
-    assert tm.budget(BLACK, 0, 9) == pytest.approx(60 / 28.35 + 10 - 0.5)
-    tm.set_settings(0, 5, 0)  # byo_yomi_time > 0 with 0 stones: no time limit
-    assert tm.budget(BLACK, 0, 9) is None
-    capped = TimeManager(default_per_move=1.0)
-    capped.set_settings(3000, 0, 0)
-    assert capped.budget(BLACK, 0, 19) == 1.0
-    # our own clock: 10 s of main time, 4 s spent -> 6 s left; then 8 s more -> byo-yomi
-    tm.set_settings(10, 20, 2)
-    tm.spend(BLACK, 4)
-    assert tm.clocks[BLACK].main == pytest.approx(6)
-    tm.spend(BLACK, 8)  # 2 s into the first period, which this move counts for
-    assert (tm.clocks[BLACK].stones, tm.clocks[BLACK].period) == (1, pytest.approx(18))
-    tm.spend(BLACK, 3)  # period complete: a fresh one
-    assert (tm.clocks[BLACK].stones, tm.clocks[BLACK].period) == (2, pytest.approx(20))
-
-
 def test_genmove_respects_the_clock():
     e = make_engine(visits=100_000)  # far more than 1 s of search
     ok(e, "boardsize 9")
@@ -341,14 +312,6 @@ def test_genmove_cleanup_does_not_pass_while_dead_stones_remain():
     assert ok(e, "kgs-genmove_cleanup b").lower() not in ("pass", "resign")
 
 
-def test_format_score():
-    assert format_score(6.5) == "B+6.5"
-    assert format_score(-15.5) == "W+15.5"
-    assert format_score(13.0) == "B+13.0"
-    assert format_score(0.0) == "0"
-    assert format_score(-0.25) == "W+0.25"
-
-
 # ----------------------------------------------------------------------------- handicap
 def test_fixed_handicap_matches_gnugo():
     gnugo = require_program(GNUGO)
@@ -399,7 +362,6 @@ def test_handicap_errors_and_free_placement():
 
 # ----------------------------------------------------------------------------- SGF
 SGF_TEXT = b"(;GM[1]FF[4]SZ[9]KM[6.5]AB[cc][gg]PL[W];W[ee];B[ce];W[ec])"
-# AB cc = C7, gg = G3 (SGF rows count from the top); W ee = E5, B ce = C5, W ec = E7.
 
 
 def test_loadsgf_and_printsgf_round_trip(tmp_path: Path):
@@ -720,3 +682,137 @@ def test_a_model_that_fails_to_load_is_a_one_line_failure():
     e = GTPEngine(factory, SearchConfig(visits=4), log=io.StringIO())
     assert e.handle("1 boardsize 9") == "?1 model.bin: cannot read model file\n\n"
     assert e.handle("protocol_version") == "= 2\n\n"
+
+
+# valid commands to start from
+TEMPLATES = [
+    "protocol_version", "name", "version", "known_command play", "list_commands", "quit",
+    "boardsize 9", "boardsize 5", "boardsize 3", "clear_board", "komi 6.5", "komi -3",
+    "play b E5", "play w C3", "play black pass", "play white A1", "genmove b", "genmove w",
+    "undo", "showboard", "final_score", "final_status_list dead", "final_status_list alive",
+    "final_status_list seki", "time_settings 10 1 1", "time_left b 5 0", "time_left w 1 1",
+    "kgs-time_settings canadian 10 5 2", "loadsgf /nonexistent/game.sgf 3", "printsgf",
+    "fixed_handicap 4", "place_free_handicap 3", "set_free_handicap C3 G7 E5",
+    "kgs-genmove_cleanup b", "lz-analyze 1", "lz-analyze w 2", "kata-analyze b 1",
+    "kata-analyze interval 1 ownership true maxmoves 3", "lz-genmove_analyze b 1",
+    "genmove_analyze w 1", "kata-genmove_analyze b 1",
+]
+
+WEIRD_TOKENS = [
+    "", "0", "-1", "1", "2", "19", "20", "-19", "99999999999999999999999999", "1e309", "nan",
+    "inf", "-inf", "0.5", "+7", "A0", "Z99", "T19", "J9", "I5", "a1", "pass", "PASS", "resign",
+    "b", "w", "black", "white", "x", "#", "\t", "\x00", "\x1b[31m", "é", "五", "\u2028", "🀄",
+    "D4", "Q16", "K10", "E5", "A1", "interval", "ownership", "true", "maxmoves", "=", "?",
+    "\r", "\n", "9" * 60,
+]
+
+token = st.one_of(st.sampled_from(WEIRD_TOKENS), st.text(max_size=8))
+
+
+@st.composite
+def mutated(draw) -> str:
+    """A valid command with tokens replaced, dropped, duplicated or appended; maybe an id."""
+    tokens = draw(st.sampled_from(TEMPLATES)).split()
+    for _ in range(draw(st.integers(0, 3))):
+        op = draw(st.sampled_from(["replace", "drop", "insert", "append"]))
+        i = draw(st.integers(0, max(len(tokens) - 1, 0)))
+        if op == "replace" and tokens:
+            tokens[i] = draw(token)
+        elif op == "drop" and tokens:
+            del tokens[i]
+        elif op == "insert":
+            tokens.insert(i, draw(token))
+        else:
+            tokens.append(draw(token))
+    line = " ".join(tokens)
+    if draw(st.booleans()):
+        line = f"{draw(st.integers(0, 2**40))} {line}"
+    return line
+
+
+lines = st.one_of(
+    st.sampled_from(TEMPLATES),
+    mutated(),
+    st.text(max_size=40),
+    st.text(alphabet=st.characters(codec="ascii"), max_size=40),
+)
+
+REPLY_HEAD = re.compile(r"^([=?])(\d*)")
+
+
+def no_file_writes(line: str) -> str:
+    """``printsgf FILE`` writes FILE (and the tests run as any user): keep only ``printsgf``."""
+    tokens = preprocess(line).split()
+    if tokens and tokens[0].isdigit():
+        tokens = tokens[1:]
+    return "printsgf" if tokens[:1] == ["printsgf"] else line
+
+
+def check_reply(line: str, reply: str) -> None:
+    text = preprocess(line)
+    if not text:
+        assert reply == "", (line, reply)
+        return
+    assert reply.endswith("\n\n"), (line, reply)
+    assert reply.count("\n\n") == 1, (line, reply)  # the only blank line ends the reply
+    m = REPLY_HEAD.match(reply)
+    assert m, (line, reply)
+    first = text.split()[0]
+    if first.isascii() and first.isdigit() and len(first) <= 100:
+        assert m.group(2) == str(int(first)), (line, reply)
+    else:
+        assert m.group(2) == "", (line, reply)
+    if m.group(1) == "?":
+        assert reply.count("\n") == 2, (line, reply)  # failures are one line
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(lines, min_size=1, max_size=8))
+def test_any_command_sequence_gets_well_formed_replies(commands):
+    engine = GTPEngine(UniformEvaluator(), SearchConfig(visits=4, batch=2, seed=0),
+                       log=io.StringIO())
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)  # whatever a command might write lands in a scratch folder
+        try:
+            for line in map(no_file_writes, commands):
+                check_reply(line, engine.handle(line))
+        finally:
+            os.chdir(here)
+    assert engine.handle("protocol_version") == "= 2\n\n"
+    assert engine.handle("11 name") == "=11 kosumi\n\n"
+    assert engine.handle("boardsize 9") == "= \n\n"
+    move = engine.handle("genmove b")
+    assert re.fullmatch(r"= ([A-HJ]\d|pass|resign)\n\n", move, re.IGNORECASE), move
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_any_single_line(line):
+    engine = GTPEngine(UniformEvaluator(), SearchConfig(visits=2, batch=2, seed=0),
+                       log=io.StringIO())
+    line = no_file_writes(line)
+    check_reply(line, engine.handle(line))
+    assert engine.handle("protocol_version") == "= 2\n\n"
+
+
+def test_every_single_token_replacement_of_every_template():
+    """Deterministic sweep: each argument of each valid command replaced by each weird token."""
+    engine = GTPEngine(UniformEvaluator(), SearchConfig(visits=2, batch=2, seed=0),
+                       log=io.StringIO())
+    engine.handle("boardsize 9")
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            for template in TEMPLATES:
+                tokens = template.split()
+                for i in range(len(tokens) + 1):
+                    for weird in WEIRD_TOKENS:
+                        mutant = [*tokens[:i], weird, *tokens[i + 1:]]
+                        line = no_file_writes(" ".join(mutant))
+                        check_reply(line, engine.handle(line))
+                engine.handle("boardsize 9")  # keep the games small
+        finally:
+            os.chdir(here)
+    assert engine.handle("protocol_version") == "= 2\n\n"

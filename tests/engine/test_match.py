@@ -1,6 +1,6 @@
-"""The match arena: GNU Go vs GNU Go through the CLI (results checked by a fresh GNU Go), and
-misbehaving fake engines (tests/engines/fake_gtp.py) that must forfeit without stopping the match.
-"""
+"""The match arena (kosumi.engine.match): GNU Go vs GNU Go through the CLI (results checked by a
+fresh GNU Go), misbehaving fake engines (tests/engines/fake_gtp.py) that must forfeit without
+stopping the match, Leela Zero, and kosumi's own engine against GNU Go level 1."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ import json
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from helpers import FAKE_GTP, GNUGO, LEELAZ, fake_gtp, gnugo_final_score, require_program
 
-from kosumi.engine.gtp_client import EngineCrashed, GTPError, GTPProcess, GTPTimeout
 from kosumi.engine.match import play_match
 from kosumi.engine.match_results import parse_score
 from kosumi.errors import KosumiError
@@ -28,50 +26,6 @@ def gnugo_cmd(level: int = 1) -> str:
 def fast_referee() -> str:
     """GNU Go at level 1 judges unfinished positions in seconds instead of tens of seconds."""
     return f"{require_program(GNUGO)} --mode gtp --chinese-rules --level 1"
-
-
-# ----------------------------------------------------------------------------- GTP client
-def test_gtp_client_answers_errors_and_crash():
-    with GTPProcess(fake_gtp("crash")) as eng:
-        assert eng.send("name", timeout=10) == "fake-crash"
-        with pytest.raises(GTPError, match="unknown command"):
-            eng.send("frobnicate", timeout=10)
-        with pytest.raises(EngineCrashed, match="exit code 3"):
-            eng.send("genmove b", timeout=10)
-        assert "segmentation fault" in eng.stderr_tail()
-        with pytest.raises(EngineCrashed):
-            eng.send("name", timeout=10)
-
-
-def test_gtp_client_timeout_never_hangs():
-    eng = GTPProcess(fake_gtp("hang"))
-    try:
-        eng.send("boardsize 9", timeout=10)
-        t0 = time.monotonic()
-        with pytest.raises(GTPTimeout):
-            eng.send("genmove b", timeout=0.5)
-        assert time.monotonic() - t0 < 3
-        with pytest.raises(GTPTimeout, match="out of sync"):
-            eng.send("name", timeout=5)
-    finally:
-        t0 = time.monotonic()
-        eng.close(grace=0.5)
-        assert time.monotonic() - t0 < 5
-    assert eng.proc.poll() is not None  # killed
-
-
-def test_gtp_client_drains_stderr():
-    with GTPProcess(fake_gtp("noisy"), stderr_lines=50) as eng:
-        for _ in range(3):
-            assert eng.send("genmove b", timeout=20).lower() == "pass"
-        assert len(eng.stderr_tail(1000).splitlines()) == 50  # bounded
-    # the last line written before the third answer is among the kept ones
-    assert "noise line 19999" in eng.stderr_tail(50)
-
-
-def test_gtp_client_missing_program():
-    with pytest.raises(FileNotFoundError):
-        GTPProcess(["/nonexistent/engine", "--gtp"])
 
 
 # ----------------------------------------------------------------------------- GNU Go match
@@ -222,6 +176,7 @@ def test_leelaz_plays_through_the_arena(tmp_path: Path):
 # A7-B7|C7 (W stone in). Black sets up with a pass at the end; then Black keeps capturing at
 # C2, C7, H2 and White at G2, B2, B7: every 6 moves the same position comes back.
 TRIPLE_KO_BLACK = "B1,A2,B3,G1,F2,G3,B6,A7,B8,H2,pass;C2,C7,H2"
+
 TRIPLE_KO_WHITE = "C1,D2,C3,H1,J2,H3,C6,D7,C8,B2,B7;G2,B2,B7"
 
 
@@ -240,26 +195,32 @@ def test_a_cycle_ends_the_game_without_a_result(tmp_path: Path):
     assert len(load_game(game.sgf).moves) == 34
 
 
-def _running(pid: int) -> bool:
-    """Is ``pid`` a live process (not gone, not a zombie)?"""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def test_close_kills_what_an_engine_left_in_its_process_group(tmp_path: Path):
-    """A wrapper's child (here a background sleep) dies with the engine's group, even though
-    the engine itself exited cleanly on 'quit'."""
-    pidfile = tmp_path / "sleep.pid"
-    script = f"sleep 600 & echo $! > {pidfile}; exec {sys.executable} {FAKE_GTP} resign"
-    engine = GTPProcess(["sh", "-c", script])
-    assert engine.send("name", timeout=20) == "fake-resign"
-    pid = int(pidfile.read_text())
-    assert _running(pid)
-    engine.close()
-    deadline = time.monotonic() + 5
-    while _running(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _running(pid)
+@pytest.mark.slow
+def test_two_game_match_against_gnugo(tmp_path: Path):
+    gnugo = require_program(GNUGO)
+    net = tmp_path / "b2c16.safetensors"
+    init = [sys.executable, "-m", "kosumi", "init", "--arch", "b2c16", "--features", "basic",
+            "--head", "conv", "--board-sizes", "9", "--out", str(net), "--seed", "3"]
+    subprocess.run(init, check=True, capture_output=True, timeout=120)
+    onnx = tmp_path / "b2c16.onnx"
+    subprocess.run([sys.executable, "-m", "kosumi", "export", str(net), "--format", "onnx",
+                    "--out", str(onnx)], check=True, capture_output=True, timeout=120)
+    kosumi = (f"{sys.executable} -m kosumi gtp --model {onnx} --backend onnxruntime "
+              "--visits 16 --batch 4")
+    sgf_dir = tmp_path / "games"
+    cmd = [sys.executable, "-m", "kosumi", "match", "--black", kosumi,
+           "--white", f"{gnugo} --mode gtp --level 1", "--games", "2", "--size", "9",
+           "--komi", "7", "--swap-colors", "--sgf-dir", str(sgf_dir)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "95% interval" in proc.stdout
+    files = sorted(sgf_dir.glob("*.sgf"))
+    assert len(files) == 2
+    for path in files:
+        rec = load_game(path)
+        assert rec.size == 9 and rec.komi == 7.0 and len(rec.moves) > 10
+        assert "F" not in rec.result  # no forfeit: kosumi only played legal moves
+        if rec.moves[-1][1] == rec.moves[-2][1] == -1:  # finished by two passes
+            assert parse_score(rec.result) == gnugo_final_score(path), path
+        else:
+            assert rec.result.endswith("+R"), rec.result

@@ -15,6 +15,7 @@ from helpers import GNUGO, require_program
 
 from kosumi.engine.gtp_client import GTPProcess
 from kosumi.engine.match_results import parse_score
+from kosumi.engine.scoring import format_score
 from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, PASS, WHITE, point_to_vertex, vertex_to_point
 
@@ -163,3 +164,11 @@ def finish_with_gnugo(seed: int) -> tuple[GameState, float, list[int]]:
 def test_finished_games_match_gnugo_final_score(seed: int):
     state, gnugo_score, dead = finish_with_gnugo(seed)
     assert state.area_score(dead) == gnugo_score
+
+
+def test_format_score():
+    assert format_score(6.5) == "B+6.5"
+    assert format_score(-15.5) == "W+15.5"
+    assert format_score(13.0) == "B+13.0"
+    assert format_score(0.0) == "0"
+    assert format_score(-0.25) == "W+0.25"

@@ -1,21 +1,32 @@
-"""kosumi checkpoints: typed tensors, extra tensors the config declares, old files, and
-provenance a user can share."""
+"""kosumi checkpoints (kosumi.nets.checkpoint): typed tensors, extra tensors the config
+declares, old files, round trips, atomic writes, and damaged files refused in one line."""
 
 from __future__ import annotations
 
 import json
+import os
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from helpers import random_net_file
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from safetensors.numpy import save as st_save
 
 from kosumi.errors import KosumiError
-from kosumi.fileio import shareable_path
-from kosumi.nets.checkpoint import build_net, read_checkpoint, save_checkpoint
+from kosumi.nets.checkpoint import (
+    atomic_write,
+    build_net,
+    load_net,
+    read_checkpoint,
+    save_checkpoint,
+)
 from kosumi.nets.config import NetConfig
+from kosumi.nets.features import get_feature_set
 from kosumi.nets.formats import read_model
+from kosumi.nets.resnet import KosumiNet
 
 
 def test_typed_tensors_round_trip_with_their_types(tmp_path):
@@ -79,27 +90,142 @@ def test_old_configs_read_unchanged():
     assert ckpt.config.value_view == "side_to_move" and ckpt.config.extra_tensors == []
 
 
-def _strings(x):
-    if isinstance(x, dict):
-        for v in x.values():
-            yield from _strings(v)
-    elif isinstance(x, list):
-        for v in x:
-            yield from _strings(v)
-    elif isinstance(x, str):
-        yield x
+def lz_config(arch: str = "b1c8") -> NetConfig:
+    return NetConfig(arch=arch, features="lz18", head="lz", board_sizes=[19], value="tanh",
+                     score_lead=False, ownership=False)
 
 
-def test_provenance_holds_no_absolute_path_of_the_machine():
-    _, ckpt = read_model("default")
-    prov = ckpt.config.provenance
-    assert prov["data"]["path"] == "runs/v2/labels" and prov["data"]["content_hash"]
-    assert not [s for s in _strings(prov) if s.startswith("/")]
+def inputs(config: NetConfig, size: int, batch: int = 2, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    fs = get_feature_set(config.features)
+    planes = (torch.rand(batch, fs.num_planes, size, size, generator=g) > 0.7).float()
+    glob = torch.randn(batch, fs.num_globals, generator=g) if fs.num_globals else None
+    return planes, glob
 
 
-def test_shareable_path(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert shareable_path(tmp_path / "runs" / "labels") == str(Path("runs") / "labels")
-    assert shareable_path("runs/labels") == "runs/labels"
-    assert shareable_path("../shared/x") == "../shared/x"
-    assert shareable_path("/elsewhere/labels") == "/elsewhere/labels"  # as the user gave it
+# ----------------------------------------------------------------------------- checkpoints
+@pytest.fixture(scope="module")
+def small_net() -> KosumiNet:
+    return KosumiNet.random(NetConfig(arch="b1c8", board_sizes=[9]), 1)
+
+
+@pytest.fixture(scope="module")
+def small_bytes(small_net, tmp_path_factory) -> bytes:
+    path = tmp_path_factory.mktemp("ck") / "small.kosumi"
+    save_checkpoint(path, small_net)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("config", [NetConfig(arch="b2c16", board_sizes=[9, 19]), lz_config()])
+def test_checkpoint_round_trip(tmp_path, config):
+    net = KosumiNet.random(config, 3)
+    path = tmp_path / "net.safetensors"
+    size = save_checkpoint(path, net)
+    assert size == path.stat().st_size
+    loaded = load_net(path)
+    assert loaded.config == config
+    for n in config.board_sizes:
+        x = inputs(config, n)
+        with torch.no_grad():
+            a, b = net(*x), loaded(*x)
+        assert a.keys() == b.keys()
+        for k in a:
+            assert torch.equal(a[k], b[k]), k
+    ck = read_checkpoint(path)
+    assert ck.metadata["format"] == "kosumi-checkpoint"
+    assert not any(k.endswith("num_batches_tracked") for k in ck.tensors)
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch, small_net):
+    path = tmp_path / "net.kosumi"
+    path.write_bytes(b"old")
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        save_checkpoint(path, small_net)
+    assert path.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["net.kosumi"]  # no temp file left behind
+    monkeypatch.undo()
+    atomic_write(path, b"new")
+    assert path.read_bytes() == b"new" and os.listdir(tmp_path) == ["net.kosumi"]
+
+
+def _one_line_error(path, fn=lambda p: build_net(read_checkpoint(p), p)) -> str:
+    with pytest.raises(KosumiError) as e:
+        fn(path)
+    msg = str(e.value)
+    assert "\n" not in msg and str(path) in msg, msg
+    return msg
+
+
+def test_bad_files_give_one_line_errors(tmp_path, small_bytes):
+    p = tmp_path / "x.kosumi"
+    p.write_bytes(b"1\n0.5 0.25\n")  # a Leela Zero-like text file
+    assert "not a safetensors file" in _one_line_error(p)
+    for cut in (4, 20, len(small_bytes) // 2, len(small_bytes) - 1):
+        p.write_bytes(small_bytes[:cut])
+        assert "truncated" in _one_line_error(p)
+    assert "cannot read" in _one_line_error(tmp_path / "missing.kosumi")
+
+
+def _rewrite(small_bytes: bytes, path, edit) -> None:
+    """Re-save the checkpoint's tensors after ``edit(tensors)``, keeping its metadata."""
+    n = struct.unpack("<Q", small_bytes[:8])[0]
+    meta = json.loads(small_bytes[8 : 8 + n])["__metadata__"]
+    ck_path = path.with_suffix(".orig")
+    ck_path.write_bytes(small_bytes)
+    tensors = dict(read_checkpoint(ck_path).tensors)
+    edit(tensors)
+    path.write_bytes(st_save(tensors, metadata=meta))
+
+
+def test_tensor_errors_name_the_tensor(tmp_path, small_bytes):
+    p = tmp_path / "t.kosumi"
+    name = "blocks.0.conv1.weight"
+
+    def nan(t):
+        t[name] = t[name].copy()
+        t[name][0, 0, 0, 0] = np.nan
+
+    for edit, expected in [
+        (nan, f"tensor '{name}': holds NaN or inf"),
+        (lambda t: t.pop(name), f"tensor '{name}' is missing"),
+        (lambda t: t.__setitem__("extra.weight", np.zeros(3, np.float32)),
+         "unexpected tensor 'extra.weight'"),
+        (lambda t: t.__setitem__(name, np.zeros((8, 8, 1, 1), np.float32)),
+         f"tensor '{name}' has shape [8, 8, 1, 1], expected [8, 8, 3, 3]"),
+    ]:
+        _rewrite(small_bytes, p, edit)
+        assert expected in _one_line_error(p)
+    p.write_bytes(st_save({"w": np.zeros(2, np.float32)}, metadata={"x": "y"}))
+    assert "without a kosumi config" in _one_line_error(p)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mutated_checkpoints_load_or_fail_cleanly(tmp_path, small_bytes, data):
+    b = bytearray(small_bytes)
+    kind = data.draw(st.sampled_from(["flip", "header", "truncate", "insert"]))
+    if kind == "flip":
+        for _ in range(data.draw(st.integers(1, 8))):
+            b[data.draw(st.integers(0, len(b) - 1))] = data.draw(st.integers(0, 255))
+    elif kind == "header":
+        n = struct.unpack("<Q", small_bytes[:8])[0]
+        b[data.draw(st.integers(0, 8 + n - 1))] = data.draw(st.integers(0, 255))
+    elif kind == "truncate":
+        del b[data.draw(st.integers(0, len(b) - 1)):]
+    else:
+        at = data.draw(st.integers(0, len(b)))
+        b[at:at] = data.draw(st.binary(min_size=1, max_size=16))
+    path = tmp_path / "m.kosumi"
+    path.write_bytes(bytes(b))
+    try:
+        net = build_net(read_checkpoint(path), path)
+    except KosumiError as e:
+        assert "\n" not in str(e) and str(path) in str(e)
+    else:  # a mutation inside the float data that left finite values loads fine
+        assert isinstance(net, KosumiNet)

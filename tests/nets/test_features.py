@@ -233,3 +233,12 @@ def test_batch_equals_single(name):
         np.testing.assert_array_equal(planes[i], p1[0])
         if glob is not None:
             np.testing.assert_array_equal(glob[i], g1[0])
+
+
+@pytest.mark.parametrize("features", ["basic", "lz18", "katago_v7"])
+def test_every_input_plane_has_a_name(features):
+    from kosumi.nets.features import get_feature_set
+
+    fs = get_feature_set(features)
+    assert len(fs.plane_names) == fs.num_planes and len(set(fs.plane_names)) == fs.num_planes
+    assert len(fs.global_names) == fs.num_globals

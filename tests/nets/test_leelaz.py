@@ -44,6 +44,8 @@ from kosumi.runtime.loader import load_evaluator
 from kosumi.runtime.teacher import load_teacher
 
 torch.set_num_threads(1)
+
+
 N = 19
 
 
@@ -397,15 +399,6 @@ def test_load_evaluator_and_teacher(tmp_path):
     assert "line 1: version '7'" in msg
 
 
-def test_load_teacher_katago():
-    from helpers import shared_path
-
-    model = shared_path("models/g170-b6c96-s175395328-d26788732.bin.gz")
-    teacher = load_teacher(model)
-    e = teacher.evaluate_one(GameState(19))
-    assert e.policy.shape == (362,) and 0 <= e.value <= 1
-
-
 # ----------------------------------------------------------------------------- CLI export
 def test_cli_export(tmp_path):
     runner = CliRunner()
@@ -451,6 +444,7 @@ POSITIONS: dict[str, list[tuple[str, str]]] = {
              ("B", "C4"), ("W", "D5"), ("B", "C6"), ("W", "R6"), ("B", "R5"), ("W", "Q6"),
              ("B", "O3"), ("W", "pass")],
 }
+
 #: (position, heatmap argument): "" = plain ``heatmap`` (symmetry 0), "avg" = all 8 averaged
 QUERIES: list[tuple[str, str]] = (
     [("opening", "")] + [("opening", str(k)) for k in range(8)]

@@ -21,15 +21,12 @@ from typer.testing import CliRunner
 from kosumi.cli import app
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
+from kosumi.nets.checkpoint import read_checkpoint
 from kosumi.nets.features import get_feature_set
 from kosumi.nets.onnx import OPSET, read_onnx_model
 from kosumi.runtime import load_evaluator
 from kosumi.runtime.bench import bench_states
-
-
-@pytest.fixture(autouse=True)
-def onnx_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("KOSUMI_ONNX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "onnx"))
+from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
 
 def export(model, out: Path, *extra: str) -> str:
@@ -166,19 +163,6 @@ def test_the_onnx_cache_is_reused(tmp_path, monkeypatch):
     assert len(list((tmp_path / "cache").glob("*.onnx"))) == 2
 
 
-def test_io_binding_gives_the_same_outputs(tmp_path):
-    from kosumi.runtime.onnxruntime_backend import OnnxRuntimeBackend
-    from kosumi.runtime.options import LoadOptions
-
-    out = tmp_path / "n.onnx"
-    export("default", out)
-    planes, glob = get_feature_set("basic").encode(bench_states(9, 3))
-    plain = OnnxRuntimeBackend(out, LoadOptions()).forward(planes, glob)
-    bound = OnnxRuntimeBackend(out, LoadOptions(), io_binding=True).forward(planes, glob)
-    for k in plain:
-        np.testing.assert_array_equal(plain[k], bound[k])
-
-
 def test_gtp_on_an_onnx_file_answers_genmove(tmp_path):
     out = tmp_path / "net.onnx"
     export("default", out)
@@ -189,3 +173,93 @@ def test_gtp_on_an_onnx_file_answers_genmove(tmp_path):
     assert proc.returncode == 0, proc.stderr
     replies = [line for line in proc.stdout.splitlines() if line.startswith("=")]
     assert len(replies) == 4 and replies[2][2:].strip()[0] in "ABCDEFGHJ", proc.stdout
+
+
+@pytest.fixture
+def calib(calib_positions) -> Path:
+    return calib_positions
+
+
+@pytest.fixture
+def net(float_net_b2c16) -> Path:
+    return float_net_b2c16
+
+
+@pytest.fixture
+def qnet(int8_net_b2c16) -> Path:
+    return int8_net_b2c16
+
+
+def test_onnxruntime_int8_run_matches_the_integer_reference(qnet):
+    """Every quantized activation of ONNX Runtime's run of the exported Q/DQ graph against the
+    integer reference on the same inputs: equal, or 1 LSB apart."""
+    from kosumi.nets.graph import inference_graph
+    from kosumi.nets.onnx import _QdqBuilder, onnx_model
+
+    q = read_checkpoint(qnet)
+    model = onnx_model(q.config, q.tensors)
+    builder = _QdqBuilder(inference_graph(q.config), q.tensors, q.config)
+    builder.run({"planes": "planes", "globals": "globals"})
+    for name in builder.qvals.values():  # expose every quantized tensor
+        model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref = Int8NumpyBackend(q.config, q.tensors)
+    fused = {n.op_type for n in onnx.load_from_string(model.SerializeToString()).graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear", "Conv"} <= fused
+    compared = 0
+    for size in (9, 19):
+        planes, glob = get_feature_set("basic").encode(bench_states(size, 6, seed=size))
+        outs = dict(zip([o.name for o in sess.get_outputs()],
+                        sess.run(None, {"planes": planes, "globals": glob}), strict=True))
+        values = ref._run(planes, glob)
+        for value, name in builder.qvals.items():
+            mine = values.get(value)
+            if not isinstance(mine, tuple):
+                continue
+            qa = mine[0] if mine[0].ndim != 4 else mine[0].transpose(0, 3, 1, 2)
+            diff = np.abs(qa.astype(np.int64) - outs[name].astype(np.int64))
+            assert diff.max() <= 1, (value, int(diff.max()))
+            compared += 1
+    assert compared > 10
+
+
+def test_onnxruntime_qlinearconv_agrees_layer_by_layer(qnet):
+    """ONNX Runtime's own QLinearConv (an op kosumi's export never names) on the integer
+    reference's input of each int8 convolution: the same output, or 1 LSB apart."""
+    from onnx import TensorProto, helper
+
+    q = read_checkpoint(qnet)
+    ref = Int8NumpyBackend(q.config, q.tensors)
+    planes, glob = get_feature_set("basic").encode(bench_states(9, 4, seed=3))
+    values = ref._run(planes, glob)
+    checked = 0
+    for st in ref.plan.steps:
+        n = st.node
+        if not (st.integer and n.op == "conv" and st.requant):
+            continue
+        x_act, y_act = ref.acts[n.inputs[0]], ref.acts[st.output]
+        xq = ref._quant(values, n.inputs[0]).transpose(0, 3, 1, 2).astype(np.uint8)
+        w = q.tensors[f"{n.name}.weight"]
+        k = w.shape[2]
+        init = [helper.make_tensor("xs", TensorProto.FLOAT, [], [x_act.scale]),
+                helper.make_tensor("xz", TensorProto.UINT8, [], [x_act.zero_point]),
+                onnx.numpy_helper.from_array(w, "w"),
+                onnx.numpy_helper.from_array(q.tensors[f"{n.name}.weight_scale"], "ws"),
+                onnx.numpy_helper.from_array(np.zeros(w.shape[0], np.int8), "wz"),
+                helper.make_tensor("ys", TensorProto.FLOAT, [], [y_act.scale]),
+                helper.make_tensor("yz", TensorProto.UINT8, [], [y_act.zero_point]),
+                onnx.numpy_helper.from_array(q.tensors[f"{n.name}.bias"], "b")]
+        node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                                ["y"], pads=[k // 2] * 4)
+        g = helper.make_graph([node], "one", [helper.make_tensor_value_info(
+            "x", TensorProto.UINT8, list(xq.shape))], [helper.make_tensor_value_info(
+                "y", TensorProto.UINT8, None)], initializer=init)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        y = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, {"x": xq})[0]
+        mine = values[st.output][0].transpose(0, 3, 1, 2)
+        if st.fused is not None:  # ONNX Runtime has no fused ReLU: clamp its output too
+            y = np.maximum(y, y_act.zero_point)
+        assert np.abs(mine.astype(np.int64) - y.astype(np.int64)).max() <= 1, n.name
+        checked += 1
+    assert checked >= 4

@@ -1,5 +1,6 @@
-"""The kosumi pack: bit-exact round trips, damage refused in one line, a pack played by every
-command, and a bare install (numpy + zstandard, no torch or onnx) that plays from one."""
+"""The kosumi pack (kosumi.nets.pack): bit-exact round trips, damage refused in one line, a
+pack played by every command, and a bare install (numpy + zstandard, no torch or onnx) that
+plays from one."""
 
 from __future__ import annotations
 
@@ -15,9 +16,7 @@ from helpers import ROOT, quantized_net_files
 from typer.testing import CliRunner
 
 from kosumi.cli import app
-from kosumi.export.compressibility import compressibility, entropy_bytes
 from kosumi.nets.checkpoint import read_checkpoint
-from kosumi.nets.layouts import apply_layout, similar_order, undo_layout
 from kosumi.nets.pack import MAGIC, read_pack_model
 from kosumi.runtime import load_evaluator
 from kosumi.runtime.bench import bench_states
@@ -34,30 +33,6 @@ def nets(tmp_path_factory):
         assert r.exit_code == 0 and "kosumi pack" in r.output, r.output
         packs[name] = (src, out)
     return packs
-
-
-def test_layouts_round_trip_every_dtype():
-    rng = np.random.default_rng(0)
-    cases = [rng.integers(-127, 128, (8, 4, 3, 3)).astype(np.int8),
-             rng.integers(-2**31, 2**31 - 1, 40, dtype=np.int64).astype(np.int32),
-             rng.normal(size=(6, 5)).astype(np.float32),
-             rng.normal(size=(4, 3, 3, 3)).astype(np.float16),
-             np.array([3, 3, 7, 3, -1], np.int32)]
-    for arr in cases:
-        for steps in ([{"kind": "transpose", "axes": list(range(arr.ndim))[::-1]}],
-                      [{"kind": "permute", "order": similar_order(arr)}],
-                      [{"kind": "byteplanes"}], [{"kind": "delta"}] if arr.dtype.kind == "i"
-                      else [], [{"kind": "permute", "order": similar_order(arr)},
-                                {"kind": "byteplanes"}]):
-            back = undo_layout(apply_layout(arr, steps), steps, arr.dtype, list(arr.shape))
-            assert back.dtype == arr.dtype and np.array_equal(back, arr), steps
-
-
-def test_entropy_floor_by_hand():
-    arr = np.array([0, 0, 0, 1], np.int8)  # H = 0.811 bits per value
-    assert entropy_bytes(arr) == pytest.approx(4 * 0.8112781244591328 / 8)
-    rows = compressibility({"w": np.zeros((16, 16), np.int8)}, ("zstd-19", "xz-9"))
-    assert rows[0].entropy == 0.0 and rows[0].best(("zstd-19",))[2] < 30
 
 
 def test_packs_read_back_bit_for_bit(nets):

@@ -1,18 +1,13 @@
-"""Quantization: the fixed-point arithmetic against exact rationals, the integer reference
-against the float net, ONNX Runtime's int8 run (its own QLinearConv, and the whole exported
-graph) against the integer reference, the rewrites that must not change the float net, the
-``kosumi quantize`` command, and bad input."""
+"""Post-training quantization (kosumi.quantize.ptq, ``kosumi quantize``): the integer net
+against its float self and against KataGo, fp16, TensorRT activations, and bad input."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from helpers import random_net_file
 from typer.testing import CliRunner
@@ -21,116 +16,26 @@ from kosumi.cli import app
 from kosumi.distill.positions import Position, write_positions
 from kosumi.errors import KosumiError
 from kosumi.nets.checkpoint import read_checkpoint, save_checkpoint
-from kosumi.nets.features import get_feature_set
-from kosumi.nets.fold import fold_batchnorm
 from kosumi.nets.quant import (
-    ActQuant,
     QuantScheme,
-    add_multipliers,
-    integer_add,
-    quantize_multiplier,
-    requantize,
 )
-from kosumi.quantize.calibration import collect_stats
-from kosumi.quantize.equalize import equalize_blocks, equalize_stream
 from kosumi.runtime import load_evaluator
 from kosumi.runtime.bench import bench_states
-from kosumi.runtime.numpy_backend import NumpyBackend
-from kosumi.runtime.numpy_int8 import Int8NumpyBackend, int_matmul
 
 
-@pytest.fixture(autouse=True)
-def onnx_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("KOSUMI_ONNX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "onnx"))
+@pytest.fixture
+def calib(calib_positions) -> Path:
+    return calib_positions
 
 
-@pytest.fixture(scope="module")
-def calib(tmp_path_factory) -> Path:
-    """Positions of seeded random games, 9x9 and 19x19 (other games than any test position)."""
-    path = tmp_path_factory.mktemp("calib") / "pos"
-    states = bench_states(9, 96, seed=5) + bench_states(19, 48, seed=6)
-    write_positions(path, [Position.from_state(s, f"calib:{i}") for i, s in enumerate(states)])
-    return path
+@pytest.fixture
+def net(float_net_b2c16) -> Path:
+    return float_net_b2c16
 
 
-@pytest.fixture(scope="module")
-def net(tmp_path_factory) -> Path:
-    return random_net_file(tmp_path_factory.mktemp("q") / "b2c16.safetensors", arch="b2c16",
-                           seed=3)
-
-
-@pytest.fixture(scope="module")
-def qnet(net, calib, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("q") / "b2c16-int8.safetensors"
-    r = CliRunner().invoke(app, ["quantize", str(net), "--bits", "8", "--calib", str(calib),
-                                 "--calib-size", "96", "--out", str(out)])
-    assert r.exit_code == 0, r.output
-    assert "sensitivity" in r.output and "wrote" in r.output
-    return out
-
-
-# ---------------------------------------------------------------------------- fixed point
-def test_multipliers_and_requantisation_against_exact_rationals():
-    rng = np.random.default_rng(0)
-    m = np.exp(rng.uniform(np.log(1e-6), np.log(4.0), 200))
-    m0, shift = quantize_multiplier(m)
-    assert ((m0 >= 2**30) & (m0.astype(np.int64) < 2**31)).all()
-    approx = m0.astype(np.float64) * 2.0 ** (-(31 + shift.astype(np.float64)))
-    assert np.all(np.abs(approx / m - 1) < 2.0**-30)
-    acc = rng.integers(-2**24, 2**24, size=(50, 200), dtype=np.int64)
-    act = ActQuant(scale=1.0, dtype="uint8", zero_point=128)
-    got = requantize(acc, m0, shift, act)
-    for i in range(0, 50, 7):  # round half up of the exact product, then the zero point
-        for j in range(0, 200, 13):
-            exact = Fraction(int(acc[i, j])) * Fraction(int(m0[j]), 2 ** (31 + int(shift[j])))
-            want = int((exact + Fraction(1, 2)).__floor__()) + 128
-            assert got[i, j] == min(255, max(0, want))
-    relu = requantize(acc, m0, shift, act, relu=True)
-    assert relu.min() >= 128  # a fused ReLU clamps at the zero point
-
-
-def test_integer_add_against_exact_rationals():
-    rng = np.random.default_rng(1)
-    a_act, b_act = ActQuant(0.02, "uint8"), ActQuant(0.013, "uint8", zero_point=128)
-    out = ActQuant(0.031, "uint8")
-    p = add_multipliers(a_act.scale / out.scale, b_act.scale / out.scale)
-    a = rng.integers(0, 256, 500)
-    b = rng.integers(0, 256, 500)
-    got = integer_add(a, b, p, a_act, b_act, out, relu=True)
-    for i in range(0, 500, 11):
-        exact = (Fraction(int(a[i])) * p["ma"] + Fraction(int(b[i]) - 128) * p["mb"]) \
-            / 2 ** p["shift"]
-        want = max(0, min(255, int((exact + Fraction(1, 2)).__floor__())))
-        assert got[i] == want
-    # the rescales themselves are within 2^-30 of s_in / s_out
-    assert abs(p["ma"] / 2 ** p["shift"] / (a_act.scale / out.scale) - 1) < 2**-28
-
-
-def test_chunked_float32_products_are_exact():
-    rng = np.random.default_rng(2)
-    x = rng.integers(200, 256, size=(64, 1500)).astype(np.float32)  # sums past 2^24
-    w = rng.integers(100, 128, size=(32, 1500)).astype(np.float32)
-    want = x.astype(np.int64) @ w.astype(np.int64).T
-    assert np.array_equal(int_matmul(x, w, 513), want)
-    assert not np.array_equal((x @ w.T).astype(np.int64), want)  # one float32 product is not
-
-
-# ---------------------------------------------------------------------------- rewrites
-def test_equalization_leaves_the_float_net_unchanged(net, calib):
-    ckpt = read_checkpoint(net)
-    folded = fold_batchnorm(ckpt.config, ckpt.tensors)
-    cfg16 = replace(ckpt.config, quantization=QuantScheme(bits=16).to_dict())
-    fs = get_feature_set("basic")
-    states = bench_states(9, 8, seed=9)
-    stats = collect_stats(NumpyBackend(cfg16, folded), fs, states)
-    eq, spread = equalize_blocks(ckpt.config, folded, stats)
-    eq, _ = equalize_stream(ckpt.config, eq, stats, 1.0)
-    assert spread and any(not np.allclose(eq[k], folded[k]) for k in folded)
-    planes, glob = fs.encode(states)
-    a = NumpyBackend(cfg16, folded).forward(planes, glob)
-    b = NumpyBackend(cfg16, eq).forward(planes, glob)
-    for k in a:
-        np.testing.assert_allclose(b[k], a[k], rtol=1e-4, atol=1e-4)
+@pytest.fixture
+def qnet(int8_net_b2c16) -> Path:
+    return int8_net_b2c16
 
 
 # ---------------------------------------------------------------------------- the quantized net
@@ -151,81 +56,6 @@ def test_int8_net_plays_like_its_float_self(net, qnet):
     with pytest.raises(KosumiError, match="runs on the numpy and onnxruntime backends"):
         load_evaluator(qnet, backend="torch")
     assert load_evaluator(qnet, cache=False).backend.name == "onnxruntime"  # auto
-
-
-def test_onnxruntime_int8_run_matches_the_integer_reference(qnet):
-    """Every quantized activation of ONNX Runtime's run of the exported Q/DQ graph against the
-    integer reference on the same inputs: equal, or 1 LSB apart."""
-    from kosumi.nets.graph import inference_graph
-    from kosumi.nets.onnx import _QdqBuilder, onnx_model
-
-    q = read_checkpoint(qnet)
-    model = onnx_model(q.config, q.tensors)
-    builder = _QdqBuilder(inference_graph(q.config), q.tensors, q.config)
-    builder.run({"planes": "planes", "globals": "globals"})
-    for name in builder.qvals.values():  # expose every quantized tensor
-        model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    ref = Int8NumpyBackend(q.config, q.tensors)
-    fused = {n.op_type for n in onnx.load_from_string(model.SerializeToString()).graph.node}
-    assert {"QuantizeLinear", "DequantizeLinear", "Conv"} <= fused
-    compared = 0
-    for size in (9, 19):
-        planes, glob = get_feature_set("basic").encode(bench_states(size, 6, seed=size))
-        outs = dict(zip([o.name for o in sess.get_outputs()],
-                        sess.run(None, {"planes": planes, "globals": glob}), strict=True))
-        values = ref._run(planes, glob)
-        for value, name in builder.qvals.items():
-            mine = values.get(value)
-            if not isinstance(mine, tuple):
-                continue
-            qa = mine[0] if mine[0].ndim != 4 else mine[0].transpose(0, 3, 1, 2)
-            diff = np.abs(qa.astype(np.int64) - outs[name].astype(np.int64))
-            assert diff.max() <= 1, (value, int(diff.max()))
-            compared += 1
-    assert compared > 10
-
-
-def test_onnxruntime_qlinearconv_agrees_layer_by_layer(qnet):
-    """ONNX Runtime's own QLinearConv (an op kosumi's export never names) on the integer
-    reference's input of each int8 convolution: the same output, or 1 LSB apart."""
-    from onnx import TensorProto, helper
-
-    q = read_checkpoint(qnet)
-    ref = Int8NumpyBackend(q.config, q.tensors)
-    planes, glob = get_feature_set("basic").encode(bench_states(9, 4, seed=3))
-    values = ref._run(planes, glob)
-    checked = 0
-    for st in ref.plan.steps:
-        n = st.node
-        if not (st.integer and n.op == "conv" and st.requant):
-            continue
-        x_act, y_act = ref.acts[n.inputs[0]], ref.acts[st.output]
-        xq = ref._quant(values, n.inputs[0]).transpose(0, 3, 1, 2).astype(np.uint8)
-        w = q.tensors[f"{n.name}.weight"]
-        k = w.shape[2]
-        init = [helper.make_tensor("xs", TensorProto.FLOAT, [], [x_act.scale]),
-                helper.make_tensor("xz", TensorProto.UINT8, [], [x_act.zero_point]),
-                onnx.numpy_helper.from_array(w, "w"),
-                onnx.numpy_helper.from_array(q.tensors[f"{n.name}.weight_scale"], "ws"),
-                onnx.numpy_helper.from_array(np.zeros(w.shape[0], np.int8), "wz"),
-                helper.make_tensor("ys", TensorProto.FLOAT, [], [y_act.scale]),
-                helper.make_tensor("yz", TensorProto.UINT8, [], [y_act.zero_point]),
-                onnx.numpy_helper.from_array(q.tensors[f"{n.name}.bias"], "b")]
-        node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
-                                ["y"], pads=[k // 2] * 4)
-        g = helper.make_graph([node], "one", [helper.make_tensor_value_info(
-            "x", TensorProto.UINT8, list(xq.shape))], [helper.make_tensor_value_info(
-                "y", TensorProto.UINT8, None)], initializer=init)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-        y = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-            None, {"x": xq})[0]
-        mine = values[st.output][0].transpose(0, 3, 1, 2)
-        if st.fused is not None:  # ONNX Runtime has no fused ReLU: clamp its output too
-            y = np.maximum(y, y_act.zero_point)
-        assert np.abs(mine.astype(np.int64) - y.astype(np.int64)).max() <= 1, n.name
-        checked += 1
-    assert checked >= 4
 
 
 def test_inspect_shows_the_scheme_per_layer(qnet):

@@ -1,19 +1,23 @@
-"""``kosumi init`` and ``kosumi analyze`` through the CLI."""
+"""``kosumi analyze`` (kosumi.runtime.analyze): JSON and human output, positions files, SGF,
+bad input, and the analysis of KataGo's net against the real KataGo engine."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from helpers import shared_path
 from typer.testing import CliRunner
 
 from kosumi.cli import app
 from kosumi.go.coords import vertex_to_point
-from kosumi.nets.checkpoint import read_checkpoint
 
 torch.set_num_threads(1)
+
+
 runner = CliRunner()
 
 
@@ -42,36 +46,6 @@ def assert_one_line_error(result, *needles: str) -> None:
     assert "Traceback" not in result.output
     for needle in needles:
         assert needle in err, err
-
-
-# ----------------------------------------------------------------------------- init
-def test_init_summary_and_determinism(tmp_path, model):
-    out = tmp_path / "a.kosumi"
-    r = run("init", "--arch", "b2c16", "--out", out, "--seed", "4")
-    assert r.exit_code == 0, r.output
-    line = r.stdout.strip()
-    assert len(line.splitlines()) == 1
-    assert "b2c16" in line and "parameters" in line and f"{out.stat().st_size:,} bytes" in line
-    cfg = read_checkpoint(out).config
-    assert cfg.board_sizes == [9, 13, 19] and cfg.provenance["seed"] == 4
-    again = tmp_path / "b.kosumi"
-    run("init", "--arch", "b2c16", "--out", again, "--seed", "4")
-    other = tmp_path / "c.kosumi"
-    run("init", "--arch", "b2c16", "--out", other, "--seed", "5")
-    ta, tb, tc = (read_checkpoint(p).tensors for p in (out, again, other))
-    assert all(np.array_equal(ta[k], tb[k]) for k in ta)
-    assert not all(np.array_equal(ta[k], tc[k]) for k in ta)
-
-
-def test_init_lz_and_bad_options(tmp_path):
-    r = run("init", "--arch", "b1c8", "--features", "lz18", "--head", "lz",
-            "--out", tmp_path / "lz.kosumi")
-    assert r.exit_code == 0 and "lz head" in r.stdout
-    assert_one_line_error(run("init", "--arch", "b1c8", "--head", "lz", "--board-sizes", "9",
-                              "--out", tmp_path / "x"), "board_sizes")
-    assert_one_line_error(run("init", "--arch", "big", "--out", tmp_path / "x"), "'arch'")
-    assert_one_line_error(run("init", "--board-sizes", "9,x", "--out", tmp_path / "x"),
-                          "board_sizes")
 
 
 # ----------------------------------------------------------------------------- analyze
@@ -149,3 +123,40 @@ def test_analyze_bad_input_exit_2_one_line(model, tmp_path):
                           str(not_a_model), "unsupported model format")
     assert_one_line_error(run("analyze", "--model", model, "--sgf", tmp_path / "none.sgf"),
                           "none.sgf")
+
+
+MODEL = "models/g170-b6c96-s175395328-d26788732.bin.gz"
+
+
+# ---------------------------------------------------------------------------- the real net
+@pytest.fixture(scope="module")
+def model_path() -> Path:
+    return shared_path(MODEL)
+
+
+def test_analyze_cli_matches_katago(model_path, reference_positions, tmp_path):
+    """End to end through ``kosumi analyze --positions``: the format is detected from the file's
+    content and the printed outputs (side to move's view) agree with KataGo's (White's view)."""
+    import subprocess
+    import sys
+
+    subset = reference_positions[::30]  # both board sizes, early and late positions
+    src = tmp_path / "positions.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in subset))
+    proc = subprocess.run([sys.executable, "-m", "kosumi", "analyze", "--model", str(model_path),
+                           "--positions", str(src), "--json"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    outs = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert [o["id"] for o in outs] == [r["id"] for r in subset]
+    for out, ref in zip(outs, subset, strict=True):
+        kg = ref["katago_raw_nn"]
+        white = ref["to_move"] == "W"
+        ref_win = kg["whiteWin"] + kg["noResult"] / 2 if white else kg["whiteLoss"] + kg["noResult"] / 2
+        assert abs(out["winrate"] - ref_win) < 0.002, ref["id"]
+        ref_lead = kg["whiteLead"] if white else -kg["whiteLead"]
+        assert abs(out["score_lead"] - ref_lead) < 0.05, ref["id"]
+        pol = np.array([0.0 if p is None else p for p in kg["policy"]] + [kg["policyPass"]])
+        ours = np.array(out["policy"] + [out["policy_pass"]])
+        assert int(np.argmax(ours)) == int(np.argmax(pol)), ref["id"]
+        assert np.abs(ours - pol).max() < 0.002, ref["id"]

@@ -1,9 +1,6 @@
-"""The runtime: NetEvaluator over a backend, load_evaluator, masking, values, symmetries."""
+"""NetEvaluator over a backend (kosumi.runtime.net_evaluator): masking, values, symmetries."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,7 +14,6 @@ from kosumi.nets.config import NetConfig
 from kosumi.nets.resnet import KosumiNet
 from kosumi.runtime import (
     Backend,
-    CachedEvaluator,
     NetEvaluator,
     load_evaluator,
 )
@@ -57,17 +53,6 @@ def lz_model_file(tmp_path_factory):
                     score_lead=False, ownership=False)
     save_checkpoint(path, KosumiNet.random(cfg, 6))
     return path
-
-
-def test_importing_runtime_engine_cli_does_not_import_torch():
-    code = ("import sys, kosumi.runtime, kosumi.engine, kosumi.cli, kosumi.runtime.analyze, "
-            "kosumi.runtime.loader, kosumi.nets.config, kosumi.nets.features, "
-            "kosumi.nets.checkpoint; "
-            "print('torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, check=False)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "False"
 
 
 # ----------------------------------------------------------------------------- reference oracle
@@ -211,36 +196,3 @@ def test_mixed_sizes_keep_order_and_unsupported_size_fails(model_file):
     with pytest.raises(KosumiError, match="does not play 13x13"):
         ev.evaluate([GameState(13)])
     assert ev.supports_size(9) and not ev.supports_size(13)
-
-
-# ----------------------------------------------------------------------------- loading
-def test_load_evaluator_options_and_errors(tmp_path, model_file):
-    ev = load_evaluator(model_file)
-    assert isinstance(ev, CachedEvaluator) and isinstance(ev.inner, NetEvaluator)
-    assert ev.name == "b1c8.kosumi"
-    s = GameState(9)
-    a = ev.evaluate_one(s)
-    assert ev.evaluate_one(s) is a and ev.hits == 1
-    bad = tmp_path / "net.bin.gz"
-    bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
-    with pytest.raises(KosumiError, match="unsupported model format") as e:
-        load_evaluator(bad)
-    assert str(bad) in str(e.value) and "\n" not in str(e.value)
-    with pytest.raises(KosumiError, match="cannot read"):
-        load_evaluator(tmp_path / "nope.kosumi")
-    with pytest.raises(KosumiError, match="unknown backend 'tpu'"):
-        load_evaluator(model_file, backend="tpu")
-    with pytest.raises(KosumiError, match="symmetries"):
-        load_evaluator(model_file, symmetries=9)
-
-
-def test_same_size_chunks_partition_by_size_and_limit():
-    from kosumi.go.board import GameState
-    from kosumi.runtime.evaluator import same_size_chunks
-
-    sizes = [9, 19, 9, 9, 13, 19, 9, 9]
-    states = [GameState(n) for n in sizes]
-    chunks = same_size_chunks(states, 3)
-    assert sorted(i for c in chunks for i in c) == list(range(len(states)))
-    assert all(len(c) <= 3 and len({sizes[i] for i in c}) == 1 for c in chunks)
-    assert [sizes[c[0]] for c in chunks] == [9, 9, 19, 13]  # first-seen order, 5 nines -> 3 + 2

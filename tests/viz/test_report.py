@@ -1,6 +1,6 @@
-"""``kosumi viz``: the weight pictures put each weight where it belongs, the difference with a
-reference is the real difference, the sizes are the exports' own, the page is self-contained
-and loads every image in headless Chromium, and bad input is one line with nothing written."""
+"""``kosumi viz`` reports (kosumi.viz.report): the sizes are the exports' own, the page is
+self-contained and loads every image in headless Chromium, every format is read, and bad input
+is one line with nothing written."""
 
 from __future__ import annotations
 
@@ -8,15 +8,11 @@ import json
 import re
 import subprocess
 
-import numpy as np
 import pytest
 from helpers import quantized_net_files, random_net_file, require_program, shared_path
 from typer.testing import CliRunner
 
 from kosumi.cli import app
-from kosumi.nets.checkpoint import read_checkpoint, save_checkpoint
-from kosumi.nets.formats import read_net
-from kosumi.viz.weights import diff_view, net_view, tile_filters
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -30,43 +26,6 @@ def nets(tmp_path_factory):
     root = tmp_path_factory.mktemp("viz")
     net, calib, q = quantized_net_files(root, seed=5, positions=48)
     return {"root": root, "float": net, "int8": q, "calib": calib}
-
-
-def test_tiles_put_each_filter_in_its_cell():
-    w = np.arange(2 * 3 * 2 * 2, dtype=np.float32).reshape(2, 3, 2, 2)
-    img = tile_filters(w)
-    assert img.shape == (2 * 3 - 1, 3 * 3 - 1)  # 2x2 tiles, one separator pixel between
-    for o in range(2):
-        for i in range(3):
-            assert np.array_equal(img[3 * o:3 * o + 2, 3 * i:3 * i + 2], w[o, i])
-    assert np.isnan(img[2]).all() and np.isnan(img[:, 2]).all() and np.isnan(img[:, 5]).all()
-
-
-def test_difference_is_the_change_made_by_hand(nets, tmp_path):
-    ck = read_checkpoint(nets["float"])
-    tensors = {k: v.copy() for k, v in ck.tensors.items()}
-    delta = np.random.default_rng(1).normal(size=tensors["value_fc2.weight"].shape)
-    tensors["value_fc2.weight"] = (tensors["value_fc2.weight"] + delta).astype(np.float32)
-    changed = tmp_path / "changed.safetensors"
-    save_checkpoint(changed, tensors, ck.config)
-    a = net_view(read_net(changed).config, read_net(changed).tensors)
-    b = net_view(ck.config, ck.tensors)
-    diff, notes = diff_view(a, b)
-    assert notes == []
-    for layer in diff.layers:
-        if layer.name == "value_fc2":  # a dense layer, no batch norm folded into it
-            np.testing.assert_allclose(layer.weight, delta, rtol=1e-5, atol=1e-6)
-        else:
-            assert not np.any(layer.weight), layer.name
-    # a different architecture: what cannot be compared is said, layer by layer
-    small = random_net_file(tmp_path / "b1c8.safetensors", arch="b1c8", board_sizes=(9,))
-    c = net_view(read_net(small).config, read_net(small).tensors)
-    diff, notes = diff_view(b, c)
-    assert "layer blocks.1.conv1: not in the reference, not compared" in notes
-    assert "layer blocks.0.conv1: conv [16, 16, 3, 3] here, conv [8, 8, 3, 3] in the " \
-           "reference, not compared" in notes
-    for x in diff.layers:  # what is compared has one shape in both
-        assert b.layer(x.name).shape == c.layer(x.name).shape == x.shape
 
 
 def _page_images(page: str) -> list[str]:
@@ -170,15 +129,6 @@ def test_viz_reads_every_format_with_tensors(kind, nets, tmp_path):
     assert "by input plane" in page and len(_page_images(page)) >= 5
     if kind == "katago":  # its pre-activation batch norms, drawn as per-channel affines
         assert (tmp_path / "out" / "figures" / "layer-blocks_0_pre.png").exists()
-
-
-@pytest.mark.parametrize("features", ["basic", "lz18", "katago_v7"])
-def test_every_input_plane_has_a_name(features):
-    from kosumi.nets.features import get_feature_set
-
-    fs = get_feature_set(features)
-    assert len(fs.plane_names) == fs.num_planes and len(set(fs.plane_names)) == fs.num_planes
-    assert len(fs.global_names) == fs.num_globals
 
 
 def test_bad_input_is_one_line_and_writes_nothing(nets, tmp_path):

@@ -147,6 +147,31 @@ def quantized_net_files(root: Path, seed: int, positions: int = 64) -> tuple[Pat
     return net, calib, q
 
 
+# ============================================================================ rules oracles
+def oracle_chain_liberties(board: bytes, size: int) -> list[int]:
+    """Set-based oracle: distinct empty points next to the chain of each stone."""
+    def nbrs(p):
+        x, y = p % size, p // size
+        return [y2 * size + x2 for x2, y2 in ((x - 1, y), (x + 1, y), (x, y - 1), (x, y + 1))
+                if 0 <= x2 < size and 0 <= y2 < size]
+
+    out = [None] * (size * size)
+    for p in range(size * size):
+        if not board[p]:
+            out[p] = 0
+        elif out[p] is None:
+            chain, todo = {p}, [p]
+            while todo:
+                for q in nbrs(todo.pop()):
+                    if board[q] == board[p] and q not in chain:
+                        chain.add(q)
+                        todo.append(q)
+            libs = min(255, len({q for s in chain for q in nbrs(s) if board[q] == 0}))
+            for s in chain:
+                out[s] = libs
+    return out
+
+
 # ============================================================================ peers
 def fake_gtp(behaviour: str, seed: int = 1, pass_after: int = 20) -> list[str]:
     """The command line of the fake GTP engine (tests/engines/fake_gtp.py)."""

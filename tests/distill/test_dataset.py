@@ -6,6 +6,7 @@ helpers.py (the trainer's and DDP's tests use them too).
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import replace
 
@@ -17,6 +18,7 @@ from helpers import (
     fake_store,
     game_positions,
     make_label_folder,
+    oracle_chain_liberties,
     random_game,
     synthetic_outputs,
 )
@@ -25,7 +27,7 @@ from kosumi.distill import dataset as D
 from kosumi.distill.positions import Position
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
-from kosumi.go.coords import BLACK, WHITE, transform_point
+from kosumi.go.coords import BLACK, PASS, WHITE, transform_point
 from kosumi.nets.features import get_feature_set
 
 torch.set_num_threads(1)
@@ -88,23 +90,78 @@ def test_replay_matches_to_state_and_plays_each_move_about_once(monkeypatch):
     assert replayed_moves <= len(edges) + 10 < naive
 
 
-@pytest.mark.parametrize("features", ["basic", "lz18"])
-def test_encoded_planes_equal_encoding_each_position(tmp_path, features):
+def boards_of(p: Position) -> list[bytes]:
+    """The boards of a position's game, oldest first (after the setup, then after each move),
+    replayed move by move here: the oracle for the history planes."""
+    state = GameState(p.board_size, p.komi, p.rules)
+    for color, points in itertools.groupby(p.setup, key=lambda cp: cp[0]):
+        state.place_setup(color, [q for _, q in points])
+    boards = [bytes(state.board)]
+    first = p.to_move_at_start
+    for k, (color, q) in enumerate(p.moves):
+        assert color == (first if k % 2 == 0 else 3 - first)
+        state.play(q, color)
+        boards.append(bytes(state.board))
+    return boards
+
+
+def side_to_move(p: Position) -> int:
+    return p.to_move_at_start if len(p.moves) % 2 == 0 else 3 - p.to_move_at_start
+
+
+def test_encoded_lz18_planes_are_the_last_eight_boards(tmp_path):
+    """lz18 planes of ``encode_records`` against the game's boards replayed here: own and
+    opponent stones of the last 8 boards (newest first, empty before the game's start), and
+    the side to move; targets kept in record order, games by source."""
     positions = _tricky_positions()
     store = fake_store(tmp_path / "labels", positions)
-    data = D.encode_records(store.records(9), features, 9)
-    fs = get_feature_set(features)
-    planes, glob = fs.encode([p.to_state() for p in positions])
-    assert data.planes.dtype == np.uint8
-    np.testing.assert_array_equal(data.planes.astype(np.float32), planes)
-    if glob is not None:
-        np.testing.assert_array_equal(data.globals, glob)
-    # targets kept in record order, games by source
+    data = D.encode_records(store.records(9), "lz18", 9)
+    assert data.planes.dtype == np.uint8 and data.planes.shape == (len(positions), 18, 9, 9)
+    assert data.globals is None
+    for i, p in enumerate(positions):
+        me = side_to_move(p)
+        history = boards_of(p)[::-1][:8]
+        history += [bytes(81)] * (8 - len(history))
+        for t, board in enumerate(history):
+            b = np.frombuffer(board, np.uint8).reshape(9, 9)
+            np.testing.assert_array_equal(data.planes[i, t], b == me, err_msg=f"{i} T-{t}")
+            np.testing.assert_array_equal(data.planes[i, 8 + t], b == 3 - me)
+        assert (data.planes[i, 16] == (me == BLACK)).all()
+        assert (data.planes[i, 17] == (me == WHITE)).all()
     for i, r in enumerate(store._records):
         np.testing.assert_allclose(data.policy[i], r.policy)
         assert data.game_keys[i] == f"9:{r.position.source}"
         assert data.has_score[i] and data.score[i] == pytest.approx(r.score_lead)
         np.testing.assert_array_equal(data.ownership[i], r.ownership)
+
+
+def test_encoded_basic_planes_by_the_rules(tmp_path):
+    """basic planes and globals of ``encode_records`` against what the position says: stones
+    from the replayed board, liberties from a flood fill (helpers.oracle_chain_liberties), the
+    last four moves and the last pass from the move list, komi from the side to move's view."""
+    positions = _tricky_positions()
+    data = D.encode_records(fake_store(tmp_path / "labels", positions).records(9), "basic", 9)
+    assert data.planes.dtype == np.uint8 and data.planes.shape == (len(positions), 11, 9, 9)
+    for i, p in enumerate(positions):
+        me = side_to_move(p)
+        board = boards_of(p)[-1]
+        b = np.frombuffer(board, np.uint8)
+        planes = data.planes[i].reshape(11, 81)
+        assert (planes[0] == 1).all()
+        np.testing.assert_array_equal(planes[1], b == me)
+        np.testing.assert_array_equal(planes[2], b == 3 - me)
+        libs = np.array(oracle_chain_liberties(board, 9))
+        for k, want in enumerate([libs == 1, libs == 2, libs >= 3]):
+            np.testing.assert_array_equal(planes[3 + k], (b > 0) & want, err_msg=f"{i} {k}")
+        for k in range(4):
+            want = np.zeros(81, bool)
+            if len(p.moves) > k and p.moves[-1 - k][1] != PASS:
+                want[p.moves[-1 - k][1]] = True
+            np.testing.assert_array_equal(planes[7 + k], want, err_msg=f"{i} move -{k + 1}")
+        komi = p.komi if me == WHITE else -p.komi
+        last_pass = bool(p.moves) and p.moves[-1][1] == PASS
+        np.testing.assert_allclose(data.globals[i], [me == BLACK, me == WHITE, komi / 15,
+                                                     last_pass], rtol=1e-6)
 
 
 def test_positions_without_source_are_grouped_by_game_prefix_chains(tmp_path):

@@ -247,7 +247,7 @@ def test_genmove_respects_the_clock():
     assert fails(e, "kgs-time_settings sudden 10") == "syntax error"
 
 
-# ----------------------------------------------------------------------------- scoring with ownership
+# ------------------------------------------------------------------------ scoring with ownership
 class OwnershipEvaluator(Evaluator):
     """Uniform policy, value 0.5, and a fixed ownership map (given from Black's view)."""
 

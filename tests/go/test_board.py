@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers import replay_reference
 
 from kosumi.go.board import GameState, IllegalMove, Rules
 from kosumi.go.coords import BLACK, PASS, WHITE, parse_color, vertex_to_point
@@ -144,9 +145,7 @@ def test_copy_is_independent():
 def test_boards_ko_bans_and_illegal_points_match_katago(reference_positions):
     for rec in reference_positions:
         n = rec["board_size"]
-        s = GameState(n, rec["komi"])
-        for color, vertex in rec["moves"]:
-            s.play(vertex_to_point(vertex, n), parse_color(color))
+        s = replay_reference(rec)
         assert s.rows() == rec["board"], rec["id"]
         assert s.to_move == parse_color(rec["to_move"])
         ko = rec.get("ko_ban")

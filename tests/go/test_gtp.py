@@ -97,7 +97,8 @@ def test_expect_args():
         gtp.expect_args(["a", "b"], 1)
 
 
-@pytest.mark.parametrize("token, value", [("0", 0), ("19", 19), ("+3", 3), ("2147483647", 2**31 - 1)])
+@pytest.mark.parametrize("token, value",
+                         [("0", 0), ("19", 19), ("+3", 3), ("2147483647", 2**31 - 1)])
 def test_parse_int_ok(token, value):
     assert gtp.parse_int(token) == value
 
@@ -184,7 +185,8 @@ def test_fixed_handicap_other_sizes():
     assert _vertices(2, 12) == {"C3", "K10"}  # K is the 10th column (no I)
 
 
-@pytest.mark.parametrize("stones, size", [(1, 19), (10, 19), (0, 9), (5, 8), (5, 7), (2, 6), (2, 5)])
+@pytest.mark.parametrize("stones, size",
+                         [(1, 19), (10, 19), (0, 9), (5, 8), (5, 7), (2, 6), (2, 5)])
 def test_fixed_handicap_invalid(stones, size):
     with pytest.raises(GTPCommandError, match="invalid number of stones"):
         gtp.fixed_handicap_points(stones, size)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from helpers import random_net_file, shared_path
+from helpers import random_net_file
 
 from kosumi.errors import KosumiError
 from kosumi.nets.checkpoint import Checkpoint, build_net, read_checkpoint
@@ -57,8 +57,8 @@ def test_folded_graph_matches_the_unfolded_net(tmp_path, spec):
             np.testing.assert_allclose(ours[k], ref[k], atol=2e-5 * scale, rtol=0, err_msg=k)
 
 
-def test_folded_katago_matches_the_unfolded_net():
-    ckpt = read_katago_model(shared_path("models/g170-b6c96-s175395328-d26788732.bin.gz"))
+def test_folded_katago_matches_the_unfolded_net(katago_model):
+    ckpt = read_katago_model(katago_model)
     backend = NumpyBackend(ckpt.config, ckpt.tensors)
     fs = get_feature_set("katago_v7")
     for size in (9, 13, 19):

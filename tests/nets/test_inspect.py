@@ -69,11 +69,9 @@ def test_leela_zero(tmp_path, name, version):
     assert info["board_sizes"] == [19]
 
 
-def test_katago():
-    from helpers import shared_path
-
+def test_katago(katago_model):
     pytest.importorskip("kosumi.nets.katago")
-    path = shared_path("models/g170-b6c96-s175395328-d26788732.bin.gz")
+    path = katago_model
     info = describe_model(path)
     assert set(info) >= KEYS
     assert info["format"].startswith("KataGo") and info["blocks"] == 6 and info["version"] == 8

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import shared_path
+from helpers import replay_reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +26,7 @@ from kosumi.nets.katago import (
     read_katago,
     read_katago_model,
 )
+from kosumi.runtime.agreement import kl
 from kosumi.runtime.evaluator import Evaluator
 from kosumi.runtime.loader import load_evaluator
 from kosumi.runtime.net_evaluator import NetEvaluator
@@ -33,7 +34,6 @@ from kosumi.runtime.net_evaluator import NetEvaluator
 torch.set_num_threads(1)
 
 
-MODEL = "models/g170-b6c96-s175395328-d26788732.bin.gz"
 
 
 # ---------------------------------------------------------------------------- a tiny writer
@@ -244,8 +244,8 @@ def test_truncated_and_garbage_files(tmp_path):
 
 # ---------------------------------------------------------------------------- the real net
 @pytest.fixture(scope="module")
-def model_path() -> Path:
-    return shared_path(MODEL)
+def model_path(katago_model) -> Path:
+    return katago_model
 
 
 @pytest.fixture(scope="module")
@@ -302,14 +302,6 @@ def test_fuzzed_model_bytes_fail_cleanly(tmp_path, model_bytes, model_path, data
 
 
 # ---------------------------------------------------------------------------- evaluator
-def state_of(record: dict) -> GameState:
-    n = record["board_size"]
-    s = GameState(n, record["komi"], record["rules"])
-    for color, vertex in record["moves"]:
-        s.play(vertex_to_point(vertex, n), parse_color(color))
-    return s
-
-
 BACKENDS = ["torch", "onnxruntime", "numpy"]
 
 
@@ -321,7 +313,7 @@ def evaluator(request, model_path) -> Evaluator:
 def test_agreement_with_katago(evaluator, reference_positions):
     """All reference positions, on every backend: policy KL, top-1, winrate, score lead and
     ownership errors against the real KataGo engine."""
-    states = [state_of(r) for r in reference_positions]
+    states = [replay_reference(r) for r in reference_positions]
     outs = []
     for i in range(0, len(states), 50):
         outs.extend(evaluator.evaluate(states[i : i + 50]))
@@ -337,8 +329,7 @@ def test_agreement_with_katago(evaluator, reference_positions):
             assert np.array_equal(legal[:-1], s.legal_mask()), r["id"]  # same illegal points
             assert (o.policy[~legal] == 0).all()
             p, q = ref[legal], o.policy[legal].astype(np.float64)
-            kls.append(float(np.sum(np.where(p > 0, p * (np.log(np.maximum(p, 1e-30))
-                                                         - np.log(np.maximum(q, 1e-30))), 0))))
+            kls.append(kl(p, q))
             top1.append(int(np.nanargmax(ref)) == int(np.argmax(o.policy)))
             w = o.white_view(s.to_move)
             ref_value = (k["whiteWin"] if s.to_move == WHITE else k["whiteLoss"]) \
@@ -362,7 +353,7 @@ def test_agreement_with_katago(evaluator, reference_positions):
 
 def test_evaluation_conventions(evaluator, reference_positions):
     r = next(x for x in reference_positions if x["id"] == "dev-19x19-0000")
-    s = state_of(r)  # White to move: E19 captures
+    s = replay_reference(r)  # White to move: E19 captures
     assert isinstance(evaluator, NetEvaluator)
     e = evaluator.evaluate_one(s)
     assert e.policy.shape == (362,) and math.isclose(float(e.policy.sum()), 1.0, rel_tol=1e-5)

@@ -570,7 +570,8 @@ def compare_with_leelaz(leelaz: str, weights: Path, model: Path, home: Path) -> 
         worst_heat = max(worst_heat, diff, pass_diff)
         worst_win = max(worst_win, abs(lz_win - e.value))
     assert max(int(h.max()) for h, _, _ in results) > 300  # informative: peaked policies
-    whites = [w for (pos, _), (_, _, w) in zip(QUERIES, results, strict=True) if len(POSITIONS[pos]) % 2]
+    whites = [w for (pos, _), (_, _, w) in zip(QUERIES, results, strict=True)
+              if len(POSITIONS[pos]) % 2]
     assert max(abs(w - 0.5) for w in whites) > 0.02  # the value perspective is exercised
     print(f"\n{weights.name}: {len(QUERIES)} heatmaps, max |heatmap diff| {worst_heat}, "
           f"max |winrate diff| {worst_win:.2e}")

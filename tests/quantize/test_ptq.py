@@ -20,6 +20,7 @@ from kosumi.nets.quant import (
     QuantScheme,
 )
 from kosumi.runtime import load_evaluator
+from kosumi.runtime.agreement import kl
 from kosumi.runtime.bench import bench_states
 
 
@@ -48,11 +49,10 @@ def test_int8_net_plays_like_its_float_self(net, qnet):
         # a random net's policy is nearly flat (ties everywhere): judge the choice tie-aware
         choice = np.mean([a.policy[np.argmax(b.policy)] >= 0.9 * a.policy.max()
                           for a, b in zip(ref, got, strict=True)])
-        kl = np.mean([np.sum(a.policy * np.log(np.maximum(a.policy, 1e-30)
-                                                / np.maximum(b.policy, 1e-30)))
-                      for a, b in zip(ref, got, strict=True)])
+        mean_kl = np.mean([kl(a.policy, b.policy) for a, b in zip(ref, got, strict=True)])
         value = np.mean([abs(a.value - b.value) for a, b in zip(ref, got, strict=True)])
-        assert choice >= 0.95 and kl < 0.01 and value < 0.02, (backend, choice, kl, value)
+        assert choice >= 0.95 and mean_kl < 0.01 and value < 0.02, (backend, choice, mean_kl,
+                                                                     value)
     with pytest.raises(KosumiError, match="runs on the numpy and onnxruntime backends"):
         load_evaluator(qnet, backend="torch")
     assert load_evaluator(qnet, cache=False).backend.name == "onnxruntime"  # auto
@@ -162,25 +162,24 @@ def test_int8_activations_for_tensorrt_and_the_exported_file(net, calib, tmp_pat
     assert r.exit_code == 2 and "kosumi quantize" in r.output
 
 
-def test_katago_int8_against_katago_itself(calib, reference_positions, tmp_path):
+def test_katago_int8_against_katago_itself(calib, katago_model, reference_positions,
+                                          tmp_path):
     """KataGo's g170 net quantized to int8 (every layer int8 but the value head, which
     --keep-float names), judged against the real KataGo engine's outputs."""
-    from helpers import replay_reference, shared_path
+    from helpers import katago_policy, replay_reference
 
     from kosumi.quantize import QuantizeOptions, quantize_model
 
-    model = shared_path("models/g170-b6c96-s175395328-d26788732.bin.gz")
+    model = katago_model
     out = tmp_path / "g170-int8.safetensors"
     quantize_model(model, out, QuantizeOptions(keep_float=["v2", "v3", "sv3", "own"],
                                                sensitivity=False), calib=calib, calib_limit=64)
     refs = reference_positions[::3]
     states = [replay_reference(r) for r in refs]
     got = load_evaluator(out, backend="numpy", cache=False).evaluate(states)
-    top1, kl = [], []
+    top1, kls = [], []
     for r, e in zip(refs, got, strict=True):
-        k = r["katago_raw_nn"]
-        p = np.array([0.0 if x is None else x for x in k["policy"]] + [k["policyPass"]])
+        p = katago_policy(r)
         top1.append(int(np.argmax(p)) == int(np.argmax(e.policy)))
-        kl.append(float(np.sum(np.where(p > 0, p * (np.log(np.maximum(p, 1e-30))
-                                                    - np.log(np.maximum(e.policy, 1e-30))), 0))))
-    assert np.mean(top1) >= 0.85 and np.mean(kl) <= 0.03, (np.mean(top1), np.mean(kl))
+        kls.append(kl(p, e.policy))
+    assert np.mean(top1) >= 0.85 and np.mean(kls) <= 0.03, (np.mean(top1), np.mean(kls))

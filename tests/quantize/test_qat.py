@@ -20,6 +20,7 @@ from kosumi.nets.fold import fold_batchnorm
 from kosumi.nets.graph import inference_graph
 from kosumi.nets.quant import integer_plan, scheme_of
 from kosumi.quantize.qat import FakeQuantGraph
+from kosumi.runtime.agreement import kl
 from kosumi.runtime.bench import bench_states
 from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
@@ -95,9 +96,7 @@ def fidelity(float_net: Path, qnet: Path, states) -> float:
 
     ref = load_evaluator(float_net, backend="numpy", cache=False).evaluate(states)
     got = load_evaluator(qnet, backend="numpy", cache=False).evaluate(states)
-    return float(np.mean([np.sum(a.policy * np.log(np.maximum(a.policy, 1e-30)
-                                                   / np.maximum(b.policy, 1e-30)))
-                          for a, b in zip(ref, got, strict=True)]))
+    return float(np.mean([kl(a.policy, b.policy) for a, b in zip(ref, got, strict=True)]))
 
 
 def test_qat_brings_the_int8_net_closer_to_its_float_self(setup):

@@ -4,12 +4,11 @@ bad input, and the analysis of KataGo's net against the real KataGo engine."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from helpers import shared_path
+from helpers import katago_policy
 from typer.testing import CliRunner
 
 from kosumi.cli import app
@@ -125,16 +124,8 @@ def test_analyze_bad_input_exit_2_one_line(model, tmp_path):
                           "none.sgf")
 
 
-MODEL = "models/g170-b6c96-s175395328-d26788732.bin.gz"
-
-
 # ---------------------------------------------------------------------------- the real net
-@pytest.fixture(scope="module")
-def model_path() -> Path:
-    return shared_path(MODEL)
-
-
-def test_analyze_cli_matches_katago(model_path, reference_positions, tmp_path):
+def test_analyze_cli_matches_katago(katago_model, reference_positions, tmp_path):
     """End to end through ``kosumi analyze --positions``: the format is detected from the file's
     content and the printed outputs (side to move's view) agree with KataGo's (White's view)."""
     import subprocess
@@ -143,7 +134,7 @@ def test_analyze_cli_matches_katago(model_path, reference_positions, tmp_path):
     subset = reference_positions[::30]  # both board sizes, early and late positions
     src = tmp_path / "positions.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in subset))
-    proc = subprocess.run([sys.executable, "-m", "kosumi", "analyze", "--model", str(model_path),
+    proc = subprocess.run([sys.executable, "-m", "kosumi", "analyze", "--model", str(katago_model),
                            "--positions", str(src), "--json"],
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -152,11 +143,11 @@ def test_analyze_cli_matches_katago(model_path, reference_positions, tmp_path):
     for out, ref in zip(outs, subset, strict=True):
         kg = ref["katago_raw_nn"]
         white = ref["to_move"] == "W"
-        ref_win = kg["whiteWin"] + kg["noResult"] / 2 if white else kg["whiteLoss"] + kg["noResult"] / 2
+        ref_win = (kg["whiteWin"] if white else kg["whiteLoss"]) + kg["noResult"] / 2
         assert abs(out["winrate"] - ref_win) < 0.002, ref["id"]
         ref_lead = kg["whiteLead"] if white else -kg["whiteLead"]
         assert abs(out["score_lead"] - ref_lead) < 0.05, ref["id"]
-        pol = np.array([0.0 if p is None else p for p in kg["policy"]] + [kg["policyPass"]])
+        pol = katago_policy(ref)
         ours = np.array(out["policy"] + [out["policy_pass"]])
         assert int(np.argmax(ours)) == int(np.argmax(pol)), ref["id"]
         assert np.abs(ours - pol).max() < 0.002, ref["id"]

@@ -8,7 +8,7 @@ import torch
 
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
-from kosumi.go.coords import apply_symmetry, parse_color, transform_point, vertex_to_point
+from kosumi.go.coords import apply_symmetry, transform_point, vertex_to_point
 from kosumi.nets.checkpoint import save_checkpoint
 from kosumi.nets.config import NetConfig
 from kosumi.nets.resnet import KosumiNet
@@ -19,15 +19,6 @@ from kosumi.runtime import (
 )
 
 torch.set_num_threads(1)
-
-
-def replay(rec: dict) -> GameState:
-    """A reference position (raw_nn.jsonl) replayed from its move list."""
-    n = rec["board_size"]
-    s = GameState(n, rec["komi"])
-    for color, vertex in rec["moves"]:
-        s.play(vertex_to_point(vertex, n), parse_color(color))
-    return s
 
 
 def transformed(s: GameState, sym: int) -> GameState:
@@ -56,13 +47,13 @@ def lz_model_file(tmp_path_factory):
 
 
 # ----------------------------------------------------------------------------- reference oracle
-def test_policy_masks_exactly_the_illegal_points_of_katago(reference_positions, model_file,
-                                                           lz_model_file):
+def test_policy_masks_exactly_the_illegal_points_of_katago(reference_positions, reference_states,
+                                                           model_file, lz_model_file):
     """KataGo printed NAN (null) exactly at illegal points: kosumi's policy must be 0 there and
     only there, sum to 1, and the value must be a probability."""
     ev = load_evaluator(model_file, cache=False)
     lz = load_evaluator(lz_model_file, cache=False)
-    states = [replay(r) for r in reference_positions]
+    states = reference_states
     evals = ev.evaluate(states)  # one mixed 9x9/19x19 batch
     lz_idx = [i for i, s in enumerate(states) if s.size == 19]
     lz_evals = dict(zip(lz_idx, lz.evaluate([states[i] for i in lz_idx]), strict=True))

@@ -10,10 +10,9 @@ from kosumi.runtime.teacher import load_teacher
 torch.set_num_threads(1)
 
 
-def test_load_teacher_katago():
-    from helpers import shared_path
+def test_load_teacher_katago(katago_model):
 
-    model = shared_path("models/g170-b6c96-s175395328-d26788732.bin.gz")
+    model = katago_model
     teacher = load_teacher(model)
     e = teacher.evaluate_one(GameState(19))
     assert e.policy.shape == (362,) and 0 <= e.value <= 1

@@ -9,7 +9,7 @@ import re
 import subprocess
 
 import pytest
-from helpers import quantized_net_files, random_net_file, require_program, shared_path
+from helpers import KATAGO_MODEL, quantized_net_files, random_net_file, require_program, shared_path
 from typer.testing import CliRunner
 
 from kosumi.cli import app
@@ -122,7 +122,7 @@ def test_viz_reads_every_format_with_tensors(kind, nets, tmp_path):
         model = tmp_path / "lz.txt"
         assert run("export", str(lz), "--format", "leelaz", "--out", str(model)).exit_code == 0
     else:
-        model = shared_path("models/g170-b6c96-s175395328-d26788732.bin.gz")
+        model = shared_path(KATAGO_MODEL)
     r = run("viz", str(model), "--out", str(tmp_path / "out"))
     assert r.exit_code == 0, r.output
     page = (tmp_path / "out" / "report.html").read_text()

@@ -117,7 +117,6 @@ PURE_DECLARATIONS = {
 NOT_YET_TESTED = {
     "cli_models.py": "export/inspect/bench/quantize/viz commands, run by nets/, quantize/, viz/",
     "demo.py": "`make demo`: a whole run on the embedded default net",
-    "export/pack.py": "pack_checkpoint: through nets/test_pack.py and quantize/test_zeroing.py",
     "nets/katago_desc.py": "describe_katago: through nets/test_katago.py",
     "nets/katago_net.py": "the KataGo torch module: through nets/test_katago.py (vs KataGo)",
     "progress.py": "the rich progress bars of long commands",

@@ -119,7 +119,6 @@ NOT_YET_TESTED = {
     "demo.py": "`make demo`: a whole run on the embedded default net",
     "nets/katago_desc.py": "describe_katago: through nets/test_katago.py",
     "nets/katago_net.py": "the KataGo torch module: through nets/test_katago.py (vs KataGo)",
-    "progress.py": "the rich progress bars of long commands",
     "quantize/report.py": "format_report: the text `kosumi quantize` prints",
     "runtime/tensorrt_backend.py": "check_plan_fits: through nets/test_trt_plan.py; needs a GPU",
     "viz/strength.py": "the size-vs-strength figure: through viz/test_report.py",

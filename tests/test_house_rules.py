@@ -120,7 +120,6 @@ NOT_YET_TESTED = {
     "nets/katago_net.py": "the KataGo torch module: through nets/test_katago.py (vs KataGo)",
     "quantize/report.py": "format_report: the text `kosumi quantize` prints",
     "runtime/tensorrt_backend.py": "check_plan_fits: through nets/test_trt_plan.py; needs a GPU",
-    "viz/strength.py": "the size-vs-strength figure: through viz/test_report.py",
 }
 #: test files that mirror no module
 NOT_MIRRORS = {"test_house_rules.py"}

@@ -117,7 +117,6 @@ PURE_DECLARATIONS = {
 NOT_YET_TESTED = {
     "cli_models.py": "export/inspect/bench/quantize/viz commands, run by nets/, quantize/, viz/",
     "demo.py": "`make demo`: a whole run on the embedded default net",
-    "nets/katago_net.py": "the KataGo torch module: through nets/test_katago.py (vs KataGo)",
     "quantize/report.py": "format_report: the text `kosumi quantize` prints",
     "runtime/tensorrt_backend.py": "check_plan_fits: through nets/test_trt_plan.py; needs a GPU",
 }

@@ -117,7 +117,6 @@ PURE_DECLARATIONS = {
 NOT_YET_TESTED = {
     "cli_models.py": "export/inspect/bench/quantize/viz commands, run by nets/, quantize/, viz/",
     "demo.py": "`make demo`: a whole run on the embedded default net",
-    "quantize/report.py": "format_report: the text `kosumi quantize` prints",
 }
 #: test files that mirror no module
 NOT_MIRRORS = {"test_house_rules.py"}

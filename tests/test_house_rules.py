@@ -115,7 +115,8 @@ PURE_DECLARATIONS = {
 #: modules' tests (named here); each deserves its own test with an independent oracle. Remove an
 #: entry when its test file is written (test_every_exemption_is_still_needed insists).
 NOT_YET_TESTED = {
-    "cli_models.py": "export/inspect/bench/quantize/viz commands, run by nets/, quantize/, viz/",
+    # `make demo`: a whole self-play -> label -> distill run on the embedded default net (minutes
+    # on 2 cores); benchmarks/RESULTS.md records its runs. Its summary helpers want a test.
     "demo.py": "`make demo`: a whole run on the embedded default net",
 }
 #: test files that mirror no module

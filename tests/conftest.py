@@ -101,6 +101,42 @@ def int8_net_b2c16(float_net_b2c16, calib_positions, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def init_b1c8(tmp_path_factory) -> Path:
+    """A b1c8 net for 9x9 and 19x19 made by ``kosumi init`` (seed 4)."""
+    from helpers import cli
+
+    path = tmp_path_factory.mktemp("init") / "b1c8.kosumi"
+    r = cli("init", "--arch", "b1c8", "--features", "basic", "--head", "conv", "--board-sizes",
+            "9,19", "--seed", "4", "--out", path)
+    assert r.exit_code == 0, r.output
+    return path
+
+
+@pytest.fixture(scope="session")
+def plain_b1c8(tmp_path_factory) -> Path:
+    """A random b1c8 conv net for 9x9 and 19x19 (``KosumiNet.random``, seed 5, BatchNorm as
+    initialised) saved as ``b1c8.kosumi``."""
+    from kosumi.nets.checkpoint import save_checkpoint
+    from kosumi.nets.config import NetConfig
+    from kosumi.nets.resnet import KosumiNet
+
+    path = tmp_path_factory.mktemp("models") / "b1c8.kosumi"
+    save_checkpoint(path, KosumiNet.random(NetConfig(arch="b1c8", board_sizes=[9, 19]), 5))
+    return path
+
+
+@pytest.fixture(scope="session")
+def viz_nets(tmp_path_factory) -> dict[str, Path]:
+    """A float 9x9 b2c16 net, its calibration positions and its int8 net (seed 5, 48 positions),
+    for the viz tests."""
+    from helpers import quantized_net_files
+
+    root = tmp_path_factory.mktemp("viz")
+    net, calib, q = quantized_net_files(root, seed=5, positions=48)
+    return {"root": root, "float": net, "int8": q, "calib": calib}
+
+
 @pytest.fixture
 def gnugo() -> str:
     return require_program(GNUGO)

@@ -320,3 +320,103 @@ def make_label_folder(root: Path, size: int = 7, games: int = 40, length: int = 
             "sha256": hashlib.sha256(teacher_file_bytes).hexdigest(), "symmetries": 1}
     label_positions(SyntheticTeacher(), pos_dir, lab_dir, teacher_info=info, batch=512)
     return lab_dir, teacher_file
+
+
+# ============================================================================ positions by hand
+def play_moves(moves: list[tuple[str, str]], size: int = 19, komi: float = 7.5) -> GameState:
+    """A game of (colour, vertex) moves, e.g. [("B", "C16"), ("W", "D16")]."""
+    s = GameState(size, komi)
+    for color, vertex in moves:
+        s.play(vertex_to_point(vertex, size), parse_color(color))
+    return s
+
+
+# The two constructed ladder positions of KataGo's reference file (dev-19x19-0001/0002): white
+# D16 (liberties D15, E16) under black C16 D17 E17; the ladder D15 runs down-right towards Q4.
+LADDER = [("B", "C16"), ("W", "D16"), ("B", "D17"), ("W", "Q16"), ("B", "E17")]
+
+LADDER_WORKS = [*LADDER, ("W", "C4")]   # C4 is far from the ladder's path
+
+LADDER_BROKEN = [*LADDER, ("W", "Q4")]  # Q4 sits on the path: a ladder breaker
+
+
+# ============================================================================ small random nets
+def lz_config(arch: str = "b1c8"):
+    """A Leela Zero shaped config: lz18 features, lz head, 19x19, tanh value."""
+    from kosumi.nets.config import NetConfig
+
+    return NetConfig(arch=arch, features="lz18", head="lz", board_sizes=[19], value="tanh",
+                     score_lead=False, ownership=False)
+
+
+def random_inputs(config, size: int, batch: int = 2, seed: int = 0):
+    """Random binary planes (and normal globals) for ``config``'s feature set, as torch tensors."""
+    import torch
+
+    from kosumi.nets.features import get_feature_set
+
+    g = torch.Generator().manual_seed(seed)
+    fs = get_feature_set(config.features)
+    planes = (torch.rand(batch, fs.num_planes, size, size, generator=g) > 0.7).float()
+    glob = torch.randn(batch, fs.num_globals, generator=g) if fs.num_globals else None
+    return planes, glob
+
+
+# ============================================================================ one-line errors
+def one_line(fn, *needles: str) -> str:
+    """``fn()`` raises a one-line KosumiError holding every needle; returns the message."""
+    from kosumi.errors import KosumiError
+
+    with pytest.raises(KosumiError) as e:
+        fn()
+    msg = str(e.value)
+    assert "\n" not in msg, msg
+    for n in needles:
+        assert n in msg, msg
+    return msg
+
+
+# ============================================================================ the CLI
+def cli(*args):
+    """``kosumi ARGS...`` in process (typer's CliRunner), stdout and stderr apart."""
+    from typer.testing import CliRunner
+
+    from kosumi.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def assert_one_line_error(result, *needles: str) -> None:
+    """A CLI result that failed with exit 2 and one ``kosumi: error:`` line holding the needles."""
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    err = result.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("kosumi: error:"), err
+    assert "Traceback" not in result.output
+    for needle in needles:
+        assert needle in err, err
+
+
+# ============================================================================ SGF files
+SGF_9 = b"(;GM[1]FF[4]SZ[9]KM[6.5];B[ee];W[cc];B[gc];W[tt];B[ge])"
+
+SGF_13 = b"(;GM[1]FF[4]SZ[13]KM[0.5]HA[2]AB[dd][jj];W[gg];B[];W[])"
+
+SGF_COLLECTION = b"(;SZ[9];B[aa];W[bb])(;SZ[9];B[ii])"
+
+
+def write_sgfs(root: Path) -> Path:
+    """A folder of SGF files (one in a subfolder, one collection of two games) and a non-SGF."""
+    root.mkdir()
+    (root / "a.sgf").write_bytes(SGF_9)
+    (root / "sub").mkdir()
+    (root / "sub" / "b.SGF").write_bytes(SGF_13)
+    (root / "sub" / "collection.sgf").write_bytes(SGF_COLLECTION)
+    (root / "notes.txt").write_text("not an sgf")
+    return root
+
+
+def export_onnx(model, out: Path, *extra: str) -> str:
+    """``kosumi export MODEL --format onnx --out OUT`` (must succeed); its output."""
+    r = cli("export", model, "--format", "onnx", "--out", out, *extra)
+    assert r.exit_code == 0, r.output
+    return r.output

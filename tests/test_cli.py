@@ -3,45 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from typer.testing import CliRunner
+from helpers import assert_one_line_error, cli
 
-from kosumi.cli import app
 from kosumi.nets.checkpoint import read_checkpoint
 
 torch.set_num_threads(1)
 
 
-runner = CliRunner()
-
-
-def run(*args: str):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    path = tmp_path_factory.mktemp("m") / "b1c8.kosumi"
-    r = run("init", "--arch", "b1c8", "--features", "basic", "--head", "conv",
-            "--board-sizes", "9,19", "--seed", "4", "--out", path)
-    assert r.exit_code == 0, r.output
-    return path
-
-
-def assert_one_line_error(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    err = result.stderr.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("kosumi: error:"), err
-    assert "Traceback" not in result.output
-    for needle in needles:
-        assert needle in err, err
-
-
 # ----------------------------------------------------------------------------- init
-def test_init_summary_and_determinism(tmp_path, model):
+def test_init_summary_and_determinism(tmp_path):
     out = tmp_path / "a.kosumi"
-    r = run("init", "--arch", "b2c16", "--out", out, "--seed", "4")
+    r = cli("init", "--arch", "b2c16", "--out", out, "--seed", "4")
     assert r.exit_code == 0, r.output
     line = r.stdout.strip()
     assert len(line.splitlines()) == 1
@@ -49,20 +22,20 @@ def test_init_summary_and_determinism(tmp_path, model):
     cfg = read_checkpoint(out).config
     assert cfg.board_sizes == [9, 13, 19] and cfg.provenance["seed"] == 4
     again = tmp_path / "b.kosumi"
-    run("init", "--arch", "b2c16", "--out", again, "--seed", "4")
+    cli("init", "--arch", "b2c16", "--out", again, "--seed", "4")
     other = tmp_path / "c.kosumi"
-    run("init", "--arch", "b2c16", "--out", other, "--seed", "5")
+    cli("init", "--arch", "b2c16", "--out", other, "--seed", "5")
     ta, tb, tc = (read_checkpoint(p).tensors for p in (out, again, other))
     assert all(np.array_equal(ta[k], tb[k]) for k in ta)
     assert not all(np.array_equal(ta[k], tc[k]) for k in ta)
 
 
 def test_init_lz_and_bad_options(tmp_path):
-    r = run("init", "--arch", "b1c8", "--features", "lz18", "--head", "lz",
+    r = cli("init", "--arch", "b1c8", "--features", "lz18", "--head", "lz",
             "--out", tmp_path / "lz.kosumi")
     assert r.exit_code == 0 and "lz head" in r.stdout
-    assert_one_line_error(run("init", "--arch", "b1c8", "--head", "lz", "--board-sizes", "9",
+    assert_one_line_error(cli("init", "--arch", "b1c8", "--head", "lz", "--board-sizes", "9",
                               "--out", tmp_path / "x"), "board_sizes")
-    assert_one_line_error(run("init", "--arch", "big", "--out", tmp_path / "x"), "'arch'")
-    assert_one_line_error(run("init", "--board-sizes", "9,x", "--out", tmp_path / "x"),
+    assert_one_line_error(cli("init", "--arch", "big", "--out", tmp_path / "x"), "'arch'")
+    assert_one_line_error(cli("init", "--board-sizes", "9,x", "--out", tmp_path / "x"),
                           "board_sizes")

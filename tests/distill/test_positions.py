@@ -7,9 +7,9 @@ positions are counted and decoded by hand.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from helpers import SGF_9, write_sgfs
 from typer.testing import CliRunner
 
 from kosumi.cli import app
@@ -132,23 +132,6 @@ def test_orphans_and_temporaries_are_ignored(tmp_path):
 
 
 # ----------------------------------------------------------------------------- SGF import
-SGF_9 = b"(;GM[1]FF[4]SZ[9]KM[6.5];B[ee];W[cc];B[gc];W[tt];B[ge])"
-
-SGF_13 = b"(;GM[1]FF[4]SZ[13]KM[0.5]HA[2]AB[dd][jj];W[gg];B[];W[])"
-
-SGF_COLLECTION = b"(;SZ[9];B[aa];W[bb])(;SZ[9];B[ii])"
-
-
-def write_sgfs(root: Path) -> Path:
-    root.mkdir()
-    (root / "a.sgf").write_bytes(SGF_9)
-    (root / "sub").mkdir()
-    (root / "sub" / "b.SGF").write_bytes(SGF_13)
-    (root / "sub" / "collection.sgf").write_bytes(SGF_COLLECTION)
-    (root / "notes.txt").write_text("not an sgf")
-    return root
-
-
 # ----------------------------------------------------------------------------- bad input
 def one_line_exit_2(result, needle: str) -> None:
     lines = result.output.strip().splitlines()

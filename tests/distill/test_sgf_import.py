@@ -5,12 +5,10 @@ Oracles are hand-written SGF files whose positions are counted and decoded by ha
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from helpers import write_sgfs
 
 from kosumi.distill.positions import (
-    Position,
     PositionStore,
     PositionWriter,
     read_positions,
@@ -21,28 +19,7 @@ from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, PASS, WHITE
 
 
-def pos(rows, to_move=BLACK, komi=7.0, source="") -> Position:
-    return Position.from_state(GameState.from_rows(rows, komi=komi, to_move=to_move), source)
-
-
 # ----------------------------------------------------------------------------- SGF import
-SGF_9 = b"(;GM[1]FF[4]SZ[9]KM[6.5];B[ee];W[cc];B[gc];W[tt];B[ge])"
-
-SGF_13 = b"(;GM[1]FF[4]SZ[13]KM[0.5]HA[2]AB[dd][jj];W[gg];B[];W[])"
-
-SGF_COLLECTION = b"(;SZ[9];B[aa];W[bb])(;SZ[9];B[ii])"
-
-
-def write_sgfs(root: Path) -> Path:
-    root.mkdir()
-    (root / "a.sgf").write_bytes(SGF_9)
-    (root / "sub").mkdir()
-    (root / "sub" / "b.SGF").write_bytes(SGF_13)
-    (root / "sub" / "collection.sgf").write_bytes(SGF_COLLECTION)
-    (root / "notes.txt").write_text("not an sgf")
-    return root
-
-
 def test_import_sgf_counts_and_moves(tmp_path):
     games = write_sgfs(tmp_path / "games")
     out = tmp_path / "pos"

@@ -6,28 +6,13 @@ import random
 
 import numpy as np
 import pytest
+from helpers import LADDER_BROKEN, LADDER_WORKS, play_moves
 
 from kosumi.go import ladder_planes, ladders
 from kosumi.go.board import GameState
-from kosumi.go.coords import PASS, WHITE, parse_color, vertex_to_point
+from kosumi.go.coords import PASS, WHITE, vertex_to_point
 from kosumi.go.ladder_planes import ladder_features
 from kosumi.go.ladders import is_ladder_captured, ladder_working_moves
-
-
-def play(moves: list[tuple[str, str]], size: int = 19) -> GameState:
-    s = GameState(size, 7.5)
-    for color, vertex in moves:
-        s.play(vertex_to_point(vertex, size), parse_color(color))
-    return s
-
-
-# The two constructed ladder positions of KataGo's reference file (dev-19x19-0001/0002): white
-# D16 (liberties D15, E16) under black C16 D17 E17; the ladder D15 runs down-right towards Q4.
-LADDER = [("B", "C16"), ("W", "D16"), ("B", "D17"), ("W", "Q16"), ("B", "E17")]
-
-WORKS = [*LADDER, ("W", "C4")]   # C4 is far from the ladder's path
-
-BROKEN = [*LADDER, ("W", "Q4")]  # Q4 sits on the path: a ladder breaker
 
 
 def v(vertex: str, size: int = 19) -> int:
@@ -35,20 +20,20 @@ def v(vertex: str, size: int = 19) -> int:
 
 
 def test_two_liberty_ladder_works_and_breaker_stops_it():
-    s = play(WORKS)
+    s = play_moves(LADDER_WORKS)
     assert ladder_working_moves(s.board, 19, v("D16")) == [v("D15")]  # E16 lets white out
-    s = play(BROKEN)
+    s = play_moves(LADDER_BROKEN)
     assert ladder_working_moves(s.board, 19, v("D16")) == []
 
 
 def test_one_liberty_ladder_with_the_defender_to_move():
     # after black D15 the white stone is in atari (liberty E16) with white to move
-    s = play([*WORKS, ("B", "D15")])
+    s = play_moves([*LADDER_WORKS, ("B", "D15")])
     assert is_ladder_captured(s.board, 19, v("D16"))
-    s = play([*BROKEN, ("B", "D15")])
+    s = play_moves([*LADDER_BROKEN, ("B", "D15")])
     assert not is_ladder_captured(s.board, 19, v("D16"))
     # a chain that is not in atari is never "captured" by the one-liberty search
-    assert not is_ladder_captured(play(WORKS).board, 19, v("D16"))
+    assert not is_ladder_captured(play_moves(LADDER_WORKS).board, 19, v("D16"))
 
 
 NET = [
@@ -81,7 +66,7 @@ def test_escape_by_capturing_an_attacker_in_atari():
 
 
 def test_search_budget_gives_up_as_not_captured(monkeypatch):
-    s = play(WORKS)
+    s = play_moves(LADDER_WORKS)
     before = bytes(s.board)
     monkeypatch.setattr(ladders, "NODE_BUDGET", 5)  # the working ladder needs ~30 moves
     assert ladder_working_moves(s.board, 19, v("D16")) == []
@@ -110,7 +95,7 @@ def test_reuse_between_boards_is_exact():
 
 def test_cache_returns_identical_read_only_results():
     ladder_planes.clear_cache()
-    s = play(WORKS)
+    s = play_moves(LADDER_WORKS)
     a = ladder_features(s.board, 19)
     b = ladder_features(bytearray(s.board), 19)
     assert a is b

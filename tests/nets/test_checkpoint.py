@@ -10,7 +10,7 @@ import struct
 import numpy as np
 import pytest
 import torch
-from helpers import random_net_file
+from helpers import lz_config, random_inputs, random_net_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save as st_save
@@ -24,7 +24,6 @@ from kosumi.nets.checkpoint import (
     save_checkpoint,
 )
 from kosumi.nets.config import NetConfig
-from kosumi.nets.features import get_feature_set
 from kosumi.nets.formats import read_model
 from kosumi.nets.resnet import KosumiNet
 
@@ -90,19 +89,6 @@ def test_old_configs_read_unchanged():
     assert ckpt.config.value_view == "side_to_move" and ckpt.config.extra_tensors == []
 
 
-def lz_config(arch: str = "b1c8") -> NetConfig:
-    return NetConfig(arch=arch, features="lz18", head="lz", board_sizes=[19], value="tanh",
-                     score_lead=False, ownership=False)
-
-
-def inputs(config: NetConfig, size: int, batch: int = 2, seed: int = 0):
-    g = torch.Generator().manual_seed(seed)
-    fs = get_feature_set(config.features)
-    planes = (torch.rand(batch, fs.num_planes, size, size, generator=g) > 0.7).float()
-    glob = torch.randn(batch, fs.num_globals, generator=g) if fs.num_globals else None
-    return planes, glob
-
-
 # ----------------------------------------------------------------------------- checkpoints
 @pytest.fixture(scope="module")
 def small_net() -> KosumiNet:
@@ -125,7 +111,7 @@ def test_checkpoint_round_trip(tmp_path, config):
     loaded = load_net(path)
     assert loaded.config == config
     for n in config.board_sizes:
-        x = inputs(config, n)
+        x = random_inputs(config, n)
         with torch.no_grad():
             a, b = net(*x), loaded(*x)
         assert a.keys() == b.keys()

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from helpers import random_net_file, replay_reference
+from helpers import export_onnx, random_net_file, replay_reference
 from typer.testing import CliRunner
 
 from kosumi.cli import app
@@ -27,13 +27,6 @@ from kosumi.nets.onnx import OPSET, read_onnx_model
 from kosumi.runtime import load_evaluator
 from kosumi.runtime.bench import bench_states
 from kosumi.runtime.numpy_int8 import Int8NumpyBackend
-
-
-def export(model, out: Path, *extra: str) -> str:
-    r = CliRunner().invoke(app, ["export", str(model), "--format", "onnx", "--out", str(out),
-                                 *extra])
-    assert r.exit_code == 0, r.output
-    return r.output
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +42,7 @@ def nets(tmp_path_factory) -> dict[str, Path]:
 
 def test_exported_file_is_the_documented_contract(nets, tmp_path):
     out = tmp_path / "default.onnx"
-    summary = export("default", out)
+    summary = export_onnx("default", out)
     assert "opset 17" in summary and "dynamic board size" in summary
     model = onnx.load(str(out))
     onnx.checker.check_model(model, full_check=True)
@@ -74,7 +67,7 @@ def test_exported_file_is_the_documented_contract(nets, tmp_path):
 
 def test_lz_head_is_19x19_and_has_no_globals(nets, tmp_path):
     out = tmp_path / "lz.onnx"
-    assert "19x19" in export(nets["lz"], out)
+    assert "19x19" in export_onnx(nets["lz"], out)
     model = onnx.load(str(out))
     assert [i.name for i in model.graph.input] == ["planes"]
     dims = [d.dim_param or d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
@@ -93,9 +86,9 @@ def test_onnxruntime_matches_torch_on_the_reference_positions(nets, name, tmp_pa
     states = [s for s in states if ref_ev.supports_size(s.size)]
     ref = ref_ev.evaluate(states)
     out = tmp_path / f"{name}.onnx"
-    export(nets[name], out)
+    export_onnx(nets[name], out)
     half = tmp_path / f"{name}-fp16.onnx"
-    export(nets[name], half, "--precision", "fp16")
+    export_onnx(nets[name], half, "--precision", "fp16")
     for model, backend, fp16 in ((out, "auto", False), (nets[name], "onnxruntime", False),
                                  (half, "onnxruntime", True)):
         ev = load_evaluator(model, backend=backend, cache=False)
@@ -113,7 +106,7 @@ def test_onnxruntime_matches_torch_on_the_reference_positions(nets, name, tmp_pa
 
 def test_inspect_and_load_an_onnx_file(tmp_path):
     out = tmp_path / "net.onnx"
-    export("default", out, "--precision", "fp16")
+    export_onnx("default", out, "--precision", "fp16")
     r = CliRunner().invoke(app, ["inspect", str(out), "--json"])
     assert r.exit_code == 0, r.output
     info = json.loads(r.output)
@@ -140,7 +133,7 @@ def test_bad_onnx_files_are_one_line_errors(tmp_path):
             assert needle in lines[0] and str(path) in lines[0], lines[0]
     # a runtime file has no tensors to export again, and torch cannot run it
     good = tmp_path / "good.onnx"
-    export("default", good)
+    export_onnx("default", good)
     r = runner.invoke(app, ["export", str(good), "--format", "onnx", "--out", str(tmp_path / "x")])
     assert r.exit_code == 2 and "runtime file" in r.output
     with pytest.raises(KosumiError, match="cannot run onnx files"):
@@ -165,7 +158,7 @@ def test_the_onnx_cache_is_reused(tmp_path, monkeypatch):
 
 def test_gtp_on_an_onnx_file_answers_genmove(tmp_path):
     out = tmp_path / "net.onnx"
-    export("default", out)
+    export_onnx("default", out)
     cmd = [sys.executable, "-m", "kosumi", "gtp", "--model", str(out), "--backend",
            "onnxruntime", "--visits", "16"]
     proc = subprocess.run(cmd, input="boardsize 9\nclear_board\ngenmove b\nquit\n",

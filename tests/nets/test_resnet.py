@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from helpers import randomise_bn
+from helpers import lz_config, random_inputs, randomise_bn
 
 from kosumi.go.board import GameState
 from kosumi.go.coords import vertex_to_point
@@ -20,25 +20,12 @@ from kosumi.nets.resnet import KosumiNet, inference_tensors
 torch.set_num_threads(1)
 
 
-def lz_config(arch: str = "b1c8") -> NetConfig:
-    return NetConfig(arch=arch, features="lz18", head="lz", board_sizes=[19], value="tanh",
-                     score_lead=False, ownership=False)
-
-
-def inputs(config: NetConfig, size: int, batch: int = 2, seed: int = 0):
-    g = torch.Generator().manual_seed(seed)
-    fs = get_feature_set(config.features)
-    planes = (torch.rand(batch, fs.num_planes, size, size, generator=g) > 0.7).float()
-    glob = torch.randn(batch, fs.num_globals, generator=g) if fs.num_globals else None
-    return planes, glob
-
-
 # ----------------------------------------------------------------------------- nets
 @pytest.mark.parametrize("size", [5, 9, 13, 19])
 def test_conv_head_shapes_every_size(size):
     cfg = NetConfig(arch="b1c8", board_sizes=[5, 9, 13, 19])
     net = KosumiNet.random(cfg, 0)
-    out = net(*inputs(cfg, size, batch=3))
+    out = net(*random_inputs(cfg, size, batch=3))
     assert out["policy"].shape == (3, size * size + 1)
     assert out["value"].shape == (3, 3)
     assert out["score_lead"].shape == (3,)
@@ -49,18 +36,18 @@ def test_conv_head_shapes_every_size(size):
 def test_conv_head_optional_outputs_and_tanh_value():
     cfg = NetConfig(arch="b1c8", features="lz18", value="tanh", score_lead=False,
                     ownership=False, board_sizes=[9])
-    out = KosumiNet.random(cfg, 0)(*inputs(cfg, 9))
+    out = KosumiNet.random(cfg, 0)(*random_inputs(cfg, 9))
     assert set(out) == {"policy", "value"} and out["value"].shape == (2, 1)
 
 
 def test_lz_head_shapes_and_rejects_other_sizes():
     cfg = lz_config()
     net = KosumiNet.random(cfg, 0)
-    out = net(*inputs(cfg, 19))
+    out = net(*random_inputs(cfg, 19))
     assert out["policy"].shape == (2, 362) and out["value"].shape == (2, 1)
     assert set(out) == {"policy", "value"}
     with pytest.raises(ValueError, match="19x19 only"):
-        net(*inputs(cfg, 9))
+        net(*random_inputs(cfg, 9))
 
 
 def _bn_params(c):
@@ -103,7 +90,7 @@ def test_lz_policy_fc_is_in_leela_zero_order():
         net.policy_fc.bias[60] = 5.0
         net.policy_fc.bias[361] = 2.0  # pass
     with torch.no_grad():
-        out = net(*inputs(lz_config(), 19))["policy"]
+        out = net(*random_inputs(lz_config(), 19))["policy"]
     assert int(out[0].argmax()) == vertex_to_point("D4", 19) == 288
     assert float(out[0, 361]) == 2.0
 

@@ -5,23 +5,12 @@ from __future__ import annotations
 
 import struct
 
-import pytest
+from helpers import one_line
 from typer.testing import CliRunner
 
 from kosumi.cli import app
-from kosumi.errors import KosumiError
 from kosumi.nets.trt_plan import MAGIC, plan_bytes, read_plan
 from kosumi.runtime.tensorrt_backend import check_plan_fits
-
-
-def one_line(fn, *needles: str) -> str:
-    with pytest.raises(KosumiError) as e:
-        fn()
-    msg = str(e.value)
-    assert "\n" not in msg, msg
-    for n in needles:
-        assert n in msg, msg
-    return msg
 
 
 # ---------------------------------------------------------------------------- TensorRT plans

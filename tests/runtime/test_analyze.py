@@ -8,29 +8,11 @@ import json
 import numpy as np
 import pytest
 import torch
-from helpers import katago_policy
-from typer.testing import CliRunner
+from helpers import assert_one_line_error, cli, katago_policy
 
-from kosumi.cli import app
 from kosumi.go.coords import vertex_to_point
 
 torch.set_num_threads(1)
-
-
-runner = CliRunner()
-
-
-def run(*args: str):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    path = tmp_path_factory.mktemp("m") / "b1c8.kosumi"
-    r = run("init", "--arch", "b1c8", "--features", "basic", "--head", "conv",
-            "--board-sizes", "9,19", "--seed", "4", "--out", path)
-    assert r.exit_code == 0, r.output
-    return path
 
 
 def records(result) -> list[dict]:
@@ -38,18 +20,14 @@ def records(result) -> list[dict]:
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 
 
-def assert_one_line_error(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    err = result.stderr.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("kosumi: error:"), err
-    assert "Traceback" not in result.output
-    for needle in needles:
-        assert needle in err, err
+@pytest.fixture
+def model(init_b1c8):
+    return init_b1c8
 
 
 # ----------------------------------------------------------------------------- analyze
 def test_analyze_moves_json(model):
-    (rec,) = records(run("analyze", "--model", model, "--moves", "B D4 W Q16 B pass",
+    (rec,) = records(cli("analyze", "--model", model, "--moves", "B D4 W Q16 B pass",
                          "--json"))
     assert rec["board_size"] == 19 and rec["to_move"] == "W" and rec["num_moves"] == 3
     assert len(rec["policy"]) == 361 and len(rec["ownership"]) == 361
@@ -61,7 +39,7 @@ def test_analyze_moves_json(model):
 
 
 def test_analyze_human_output(model):
-    r = run("analyze", "--model", model, "--moves", "E5 C3", "--size", "9", "--komi", "7")
+    r = cli("analyze", "--model", model, "--moves", "E5 C3", "--size", "9", "--komi", "7")
     assert r.exit_code == 0, r.output
     header, line = r.stdout.splitlines()[:2]
     assert header.startswith("# ") and " on onnxruntime" in header  # auto's choice, said
@@ -72,7 +50,7 @@ def test_analyze_positions_file_echoes_ids_and_masks(reference_positions, model,
     picked = [r for r in reference_positions if r["ko_ban"] or r["id"].endswith("-0000")][:6]
     path = tmp_path / "p.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in picked) + "\n\n")
-    recs = records(run("analyze", "--model", model, "--positions", path, "--json"))
+    recs = records(cli("analyze", "--model", model, "--positions", path, "--json"))
     assert [r["id"] for r in recs] == [r["id"] for r in picked]
     for rec, ref in zip(recs, picked, strict=True):
         assert rec["board_size"] == ref["board_size"] and rec["to_move"] == ref["to_move"]
@@ -83,7 +61,7 @@ def test_analyze_positions_file_echoes_ids_and_masks(reference_positions, model,
 def test_analyze_sgf(model, tmp_path):
     sgf = tmp_path / "g.sgf"
     sgf.write_text("(;GM[1]FF[4]SZ[9]KM[7]RU[Chinese];B[ee];W[cc];B[gg])")
-    (rec,) = records(run("analyze", "--model", model, "--sgf", sgf, "--move", "2", "--json"))
+    (rec,) = records(cli("analyze", "--model", model, "--sgf", sgf, "--move", "2", "--json"))
     assert rec["board_size"] == 9 and rec["to_move"] == "B" and rec["num_moves"] == 2
     assert rec["komi"] == 7.0
     assert rec["policy"][vertex_to_point("E5", 9)] == 0.0
@@ -92,13 +70,13 @@ def test_analyze_sgf(model, tmp_path):
 
 
 def test_analyze_bad_input_exit_2_one_line(model, tmp_path):
-    assert_one_line_error(run("analyze", "--model", model, "--moves", "B D4 W Z99"),
+    assert_one_line_error(cli("analyze", "--model", model, "--moves", "B D4 W Z99"),
                           "--moves", "move 2", "Z99")
-    assert_one_line_error(run("analyze", "--model", model, "--moves", "B D4 W D4"),
+    assert_one_line_error(cli("analyze", "--model", model, "--moves", "B D4 W D4"),
                           "move 2", "illegal")
-    assert_one_line_error(run("analyze", "--model", model, "--moves", "D4", "--size", "13"),
+    assert_one_line_error(cli("analyze", "--model", model, "--moves", "D4", "--size", "13"),
                           "13x13")
-    assert_one_line_error(run("analyze", "--model", model), "exactly one of")
+    assert_one_line_error(cli("analyze", "--model", model), "exactly one of")
     good = '{"id":"a","board_size":9,"komi":7,"moves":[["B","E5"]]}'
     cases = [
         ("{not json", ":2:", "not valid JSON"),
@@ -113,14 +91,14 @@ def test_analyze_bad_input_exit_2_one_line(model, tmp_path):
     for bad, *needles in cases:
         path = tmp_path / "bad.jsonl"
         path.write_text(good + "\n" + bad + "\n")
-        r = run("analyze", "--model", model, "--positions", path, "--json")
+        r = cli("analyze", "--model", model, "--positions", path, "--json")
         assert_one_line_error(r, str(path), *needles)
         assert r.stdout == ""  # nothing printed before the input was checked
     not_a_model = tmp_path / "weights.txt"
     not_a_model.write_text("1\n0.1 0.2\n")
-    assert_one_line_error(run("analyze", "--model", not_a_model, "--moves", "D4"),
+    assert_one_line_error(cli("analyze", "--model", not_a_model, "--moves", "D4"),
                           str(not_a_model), "unsupported model format")
-    assert_one_line_error(run("analyze", "--model", model, "--sgf", tmp_path / "none.sgf"),
+    assert_one_line_error(cli("analyze", "--model", model, "--sgf", tmp_path / "none.sgf"),
                           "none.sgf")
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import one_line
 from typer.testing import CliRunner
 
 from kosumi.cli import app
-from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.runtime import BACKENDS, load_evaluator
 from kosumi.runtime.backend import choose_backend
@@ -20,16 +20,6 @@ from kosumi.runtime.options import LoadOptions
 @pytest.fixture
 def net(random_net) -> Path:
     return random_net
-
-
-def one_line(fn, *needles: str) -> str:
-    with pytest.raises(KosumiError) as e:
-        fn()
-    msg = str(e.value)
-    assert "\n" not in msg, msg
-    for n in needles:
-        assert n in msg, msg
-    return msg
 
 
 # ---------------------------------------------------------------------------- choosing

@@ -7,9 +7,6 @@ import torch
 
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
-from kosumi.nets.checkpoint import save_checkpoint
-from kosumi.nets.config import NetConfig
-from kosumi.nets.resnet import KosumiNet
 from kosumi.runtime import (
     CachedEvaluator,
     NetEvaluator,
@@ -19,12 +16,9 @@ from kosumi.runtime import (
 torch.set_num_threads(1)
 
 
-@pytest.fixture(scope="module")
-def model_file(tmp_path_factory):
-    """A bootstrapped (random) b1c8 conv net for 9x9 and 19x19."""
-    path = tmp_path_factory.mktemp("models") / "b1c8.kosumi"
-    save_checkpoint(path, KosumiNet.random(NetConfig(arch="b1c8", board_sizes=[9, 19]), 5))
-    return path
+@pytest.fixture
+def model_file(plain_b1c8):
+    return plain_b1c8
 
 
 # ----------------------------------------------------------------------------- loading

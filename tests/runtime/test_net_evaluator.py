@@ -29,12 +29,9 @@ def transformed(s: GameState, sym: int) -> GameState:
     return t
 
 
-@pytest.fixture(scope="module")
-def model_file(tmp_path_factory):
-    """A bootstrapped (random) b1c8 conv net for 9x9 and 19x19."""
-    path = tmp_path_factory.mktemp("models") / "b1c8.kosumi"
-    save_checkpoint(path, KosumiNet.random(NetConfig(arch="b1c8", board_sizes=[9, 19]), 5))
-    return path
+@pytest.fixture
+def model_file(plain_b1c8):
+    return plain_b1c8
 
 
 @pytest.fixture(scope="module")

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-from typer.testing import CliRunner
+from helpers import export_onnx
 
-from kosumi.cli import app
 from kosumi.nets.features import get_feature_set
 from kosumi.runtime.bench import bench_states
-
-
-def export(model, out: Path, *extra: str) -> str:
-    r = CliRunner().invoke(app, ["export", str(model), "--format", "onnx", "--out", str(out),
-                                 *extra])
-    assert r.exit_code == 0, r.output
-    return r.output
 
 
 def test_io_binding_gives_the_same_outputs(tmp_path):
@@ -24,7 +14,7 @@ def test_io_binding_gives_the_same_outputs(tmp_path):
     from kosumi.runtime.options import LoadOptions
 
     out = tmp_path / "n.onnx"
-    export("default", out)
+    export_onnx("default", out)
     planes, glob = get_feature_set("basic").encode(bench_states(9, 3))
     plain = OnnxRuntimeBackend(out, LoadOptions()).forward(planes, glob)
     bound = OnnxRuntimeBackend(out, LoadOptions(), io_binding=True).forward(planes, glob)

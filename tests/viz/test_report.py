@@ -9,7 +9,7 @@ import re
 import subprocess
 
 import pytest
-from helpers import KATAGO_MODEL, quantized_net_files, random_net_file, require_program, shared_path
+from helpers import KATAGO_MODEL, random_net_file, require_program, shared_path
 from typer.testing import CliRunner
 
 from kosumi.cli import app
@@ -21,11 +21,9 @@ def run(*args: str):
     return CliRunner().invoke(app, list(args))
 
 
-@pytest.fixture(scope="module")
-def nets(tmp_path_factory):
-    root = tmp_path_factory.mktemp("viz")
-    net, calib, q = quantized_net_files(root, seed=5, positions=48)
-    return {"root": root, "float": net, "int8": q, "calib": calib}
+@pytest.fixture
+def nets(viz_nets):
+    return viz_nets
 
 
 def _page_images(page: str) -> list[str]:

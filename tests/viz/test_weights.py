@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import quantized_net_files, random_net_file
+from helpers import random_net_file
 
 from kosumi.nets.checkpoint import read_checkpoint, save_checkpoint
 from kosumi.nets.formats import read_net
 from kosumi.viz.weights import diff_view, net_view, tile_filters
 
 
-@pytest.fixture(scope="module")
-def nets(tmp_path_factory):
-    root = tmp_path_factory.mktemp("viz")
-    net, calib, q = quantized_net_files(root, seed=5, positions=48)
-    return {"root": root, "float": net, "int8": q, "calib": calib}
+@pytest.fixture
+def nets(viz_nets):
+    return viz_nets
 
 
 def test_tiles_put_each_filter_in_its_cell():

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from helpers import ROOT, oracle_chain_liberties, replay_reference
 
 from kosumi import accel
 from kosumi.go.board import KO_SIMPLE, GameState, Rules
@@ -47,7 +47,8 @@ C = _speedups and SimpleNamespace(
     area_ownership=_speedups.area_ownership,
 )
 IMPLS = [
-    pytest.param(C, id="c", marks=pytest.mark.skipif(C is None, reason="kosumi._speedups not built")),
+    pytest.param(C, id="c",
+                 marks=pytest.mark.skipif(C is None, reason="kosumi._speedups not built")),
     pytest.param(PY, id="python"),
 ]
 
@@ -105,30 +106,6 @@ def random_positions(count: int, seed: int):
             yield size, bytes(s.board), state_ko(s, s.to_move)
 
 
-def oracle_chain_liberties(board: bytes, size: int) -> list[int]:
-    """Set-based oracle: distinct empty points next to the chain of each stone."""
-    def nbrs(p):
-        x, y = p % size, p // size
-        return [y2 * size + x2 for x2, y2 in ((x - 1, y), (x + 1, y), (x, y - 1), (x, y + 1))
-                if 0 <= x2 < size and 0 <= y2 < size]
-
-    out = [None] * (size * size)
-    for p in range(size * size):
-        if not board[p]:
-            out[p] = 0
-        elif out[p] is None:
-            chain, todo = {p}, [p]
-            while todo:
-                for q in nbrs(todo.pop()):
-                    if board[q] == board[p] and q not in chain:
-                        chain.add(q)
-                        todo.append(q)
-            libs = min(255, len({q for s in chain for q in nbrs(s) if board[q] == 0}))
-            for s in chain:
-                out[s] = libs
-    return out
-
-
 def oracle_area(board: bytes, size: int) -> list[int]:
     """Set-based oracle for Tromp-Taylor ownership: an empty point belongs to a colour when the
     empty region around it reaches stones of that colour only."""
@@ -157,7 +134,8 @@ def oracle_area(board: bytes, size: int) -> list[int]:
 
 def numpy_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction) -> int:
     """MCTS._select_child's formula, verbatim, as it was before it called accel.puct_select."""
-    n, w, priors = (np.frombuffer(x) if not isinstance(x, np.ndarray) else x for x in (n, w, priors))
+    n, w, priors = (np.frombuffer(x) if not isinstance(x, np.ndarray) else x
+                    for x in (n, w, priors))
     visited = n > 0
     sq = math.sqrt(max(visits, 1))
     fpu = parent_value - fpu_reduction * math.sqrt(float(priors[visited].sum()))
@@ -172,7 +150,8 @@ def test_c_extension_is_built():
     machine without a compiler, where the fallbacks are expected."""
     if os.environ.get("KOSUMI_ALLOW_PURE_PYTHON") == "1":
         pytest.skip("KOSUMI_ALLOW_PURE_PYTHON=1: the pure-Python fallbacks are allowed")
-    assert _speedups is not None, "kosumi._speedups is not built (pip install -e . needs a C compiler)"
+    assert _speedups is not None, \
+        "kosumi._speedups is not built (pip install -e . needs a C compiler)"
     if os.environ.get("KOSUMI_NO_SPEEDUPS", "").strip() not in ("", "0"):
         assert not accel.HAVE_C  # built, but deliberately not used
         return
@@ -192,24 +171,18 @@ def test_env_forces_fallback():
 
 
 # ------------------------------------------------------------------------------------ legal_mask
-def _reference_state(r: dict) -> GameState:
-    s = GameState(r["board_size"], r["komi"], rules="chinese")
-    for c, v in r["moves"]:
-        s.play(vertex_to_point(v, s.size), BLACK if c == "B" else WHITE)
-    return s
-
-
 @pytest.mark.parametrize("impl", IMPLS)
 def test_legal_mask_matches_katago(impl, reference_positions):
     """The illegal points are exactly KataGo's (null policy entries), on all 300 positions."""
     assert len(reference_positions) == 300
     ko_checked = 0
     for r in reference_positions:
-        s = _reference_state(r)
+        s = replay_reference(r)
         n = s.size
         color = BLACK if r["to_move"] == "B" else WHITE
         assert s.to_move == color, r["id"]
-        assert ["".join(".XO"[s.board[y * n + x]] for x in range(n)) for y in range(n)] == r["board"]
+        rows = ["".join(".XO"[s.board[y * n + x]] for x in range(n)) for y in range(n)]
+        assert rows == r["board"]
         ko = state_ko(s, color)
         assert ko == (-1 if r["ko_ban"] is None else vertex_to_point(r["ko_ban"], n)), r["id"]
         ko_checked += ko >= 0
@@ -221,7 +194,7 @@ def test_legal_mask_matches_katago(impl, reference_positions):
 
 def test_gamestate_legal_mask_matches_katago(reference_positions):
     for r in reference_positions:
-        s = _reference_state(r)
+        s = replay_reference(r)
         katago_illegal = {i for i, v in enumerate(r["katago_raw_nn"]["policy"]) if v is None}
         mask = s.legal_mask()
         assert mask.dtype == np.bool_ and mask.shape == (s.size * s.size,)
@@ -363,7 +336,7 @@ def test_superko_applies_to_multi_stone_suicide():
         assert s.legal_mask().tolist() == expected
 
 
-# ------------------------------------------------------------------------------------ chain_liberties
+# ------------------------------------------------------------------------------- chain_liberties
 @pytest.mark.parametrize("impl", IMPLS)
 def test_chain_liberties_hand_checked(impl):
     n, b = diagram("X X . . .",
@@ -397,10 +370,11 @@ def test_chain_liberties_matches_gamestate(impl):
         size = 2 + i % 18
         s = random_game(size, rng.randrange(0, 2 * size * size), rng)
         libs = impl.chain_liberties(s.board, size)
-        assert [len(s.chain_liberties(p)) if s.board[p] else 0 for p in range(size**2)] == list(libs)
+        want = [len(s.chain_liberties(p)) if s.board[p] else 0 for p in range(size**2)]
+        assert want == list(libs)
 
 
-# ------------------------------------------------------------------------------------ area_ownership
+# -------------------------------------------------------------------------------- area_ownership
 @pytest.mark.parametrize("impl", IMPLS)
 def test_area_ownership_hand_checked(impl):
     # the two-point region B2-C2 touches both colours: dame, neutral
@@ -561,8 +535,8 @@ def test_out_argument_and_buffer_types(impl):
         assert fn(b, n, *extra, out=out) is out and bytes(out) == ref[f]
         alias = bytearray(b)  # out may be the board itself
         assert fn(alias, n, *extra, out=alias) is alias and bytes(alias) == ref[f]
-        assert fn(board=b, size=n, out=None, **(
-            dict(zip(("color", "ko", "suicide_allowed"), extra, strict=True)))) == ref[f]
+        names = ("color", "ko", "suicide_allowed")[: len(extra)]  # legal_mask's extras only
+        assert fn(board=b, size=n, out=None, **dict(zip(names, extra, strict=True))) == ref[f]
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -706,7 +680,6 @@ def test_mcts_select_child_uses_accel():
                             cfg.fpu_reduction)
     assert mcts._select_child(root) == expected
     assert root.visits >= 64
-
 
 
 # ------------------------------------------------------------------------------ policy_children

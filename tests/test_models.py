@@ -9,12 +9,12 @@ import subprocess
 import sys
 
 import numpy as np
+from helpers import katago_policy, replay_reference
 
-from kosumi.go.board import GameState
-from kosumi.go.coords import vertex_to_point
 from kosumi.models import DEFAULT_MODEL, TINY_MODEL, resolve_model
 from kosumi.nets.checkpoint import read_checkpoint
 from kosumi.runtime import load_evaluator
+from kosumi.runtime.agreement import kl
 
 #: lower bound for the default's top-5 agreement with KataGo on the 9x9 reference positions
 TOP5_9X9_MIN = 0.80
@@ -24,18 +24,8 @@ TINY_TOP1_9X9_MIN, TINY_KL_9X9_MAX = 0.44, 0.62
 
 def katago_9x9(reference_positions):
     """(state, KataGo's policy over points + pass) of each 9x9 reference position."""
-    from kosumi.go.coords import parse_color
-
-    out = []
-    for rec in reference_positions:
-        if rec["board_size"] != 9:
-            continue
-        s = GameState(9, rec["komi"])
-        for color, vertex in rec["moves"]:
-            s.play(vertex_to_point(vertex, 9), parse_color(color))
-        ref = [0.0 if p is None else p for p in rec["katago_raw_nn"]["policy"]]
-        out.append((s, np.array([*ref, rec["katago_raw_nn"]["policyPass"]])))
-    return out
+    return [(replay_reference(r), katago_policy(r)) for r in reference_positions
+            if r["board_size"] == 9]
 
 
 def test_default_is_a_small_conv_student_of_katago():
@@ -93,9 +83,7 @@ def test_tiny_agrees_with_katago_on_reference_positions(reference_positions):
     for (_, ref), ev in zip(cases, evs, strict=True):
         mine = ev.policy  # points, then pass
         hits += int(np.argmax(mine)) == int(np.argmax(ref))
-        p = ref / ref.sum()
-        q = np.clip(mine / mine.sum(), 1e-12, 1)
-        kls.append(float(np.sum(np.where(p > 0, p * np.log(np.clip(p, 1e-12, 1) / q), 0))))
+        kls.append(kl(ref / ref.sum(), mine / mine.sum()))
     assert len(cases) == 150
     assert hits / 150 >= TINY_TOP1_9X9_MIN and np.mean(kls) <= TINY_KL_9X9_MAX, (
         hits / 150, np.mean(kls))

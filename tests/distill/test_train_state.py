@@ -1,0 +1,127 @@
+"""The trainer's run state (kosumi.distill.train_state): file names of a run, the teacher check,
+the student's board sizes and output weights, option checks, resume checks.
+
+Oracles: teacher identities whose SHA-256 is computed here with hashlib, and option sets whose
+verdicts are worked out by hand from the documented rules (the lz head is 19x19 only, a weight
+needs targets, a resumed run keeps its settings).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kosumi.distill.train_state import (
+    DEFAULT_OWNERSHIP_WEIGHT,
+    DEFAULT_SCORE_WEIGHT,
+    DistillOptions,
+    RunPaths,
+    _output_weight,
+    check_options,
+    check_resume,
+    check_teacher,
+    resolve_sizes,
+    student_config,
+)
+from kosumi.errors import KosumiError
+
+
+def test_run_paths():
+    p = RunPaths.for_out("runs/b6c64.safetensors")
+    assert p.checkpoint == Path("runs/b6c64.safetensors")
+    assert p.state == Path("runs/b6c64.state.safetensors")
+    assert p.metrics == Path("runs/b6c64.metrics.jsonl")
+    assert p.curves == Path("runs/b6c64.curves.png")
+    assert RunPaths.for_out("net").state == Path("net.state.safetensors")
+
+
+def store(*teachers: dict) -> SimpleNamespace:
+    return SimpleNamespace(path=Path("labels"), teachers=list(teachers))
+
+
+def test_check_teacher(tmp_path):
+    model = tmp_path / "teacher.bin"
+    model.write_bytes(b"the teacher's bytes")
+    sha = hashlib.sha256(b"the teacher's bytes").hexdigest()
+    one = {"name": "teacher.bin", "format": "kosumi", "sha256": sha}
+    other = {"name": "other.bin", "format": "katago", "sha256": "ab" * 32}
+    assert check_teacher(None, store(one)) == (one, None)
+    assert check_teacher(str(model), store(one)) == (one, None)
+    assert check_teacher(sha[:12].upper(), store(one)) == (one, None)  # a hex prefix
+    assert check_teacher(None, store(one, other)) == ({"mixed": [one, other]}, None)
+    assert check_teacher(str(model), store(other, one)) == (one, 1)  # select its records
+    with pytest.raises(KosumiError, match="teacher mismatch") as e:
+        check_teacher(str(model), store(other))
+    assert "other.bin (katago, sha256 abababababab...)" in str(e.value)
+    with pytest.raises(KosumiError, match="no such file"):
+        check_teacher(str(tmp_path / "nope.bin"), store(one))
+    with pytest.raises(KosumiError, match="record no teacher"):
+        check_teacher(None, store())
+
+
+def opts(**kw) -> DistillOptions:
+    return DistillOptions(data="labels", out="out.safetensors", **kw)
+
+
+def test_resolve_sizes():
+    assert resolve_sizes(opts(), "conv", [9, 19], "d") == [9, 19]
+    assert resolve_sizes(opts(board_sizes=[19, 9, 19]), "conv", [9, 13, 19], "d") == [9, 19]
+    assert resolve_sizes(opts(), "lz", [9, 19], "d") == [19]
+    cases = [
+        (opts(), "conv", [], "holds no positions"),
+        (opts(board_sizes=[13]), "conv", [9, 19], "no 13x13 positions (they have 9x9, 19x19)"),
+        (opts(board_sizes=[9]), "lz", [9, 19], "the lz head is 19x19 only"),
+        (opts(), "lz", [9], "plays 19x19 only, but the labels in d have board sizes 9x9"),
+    ]
+    for o, head, sizes, needle in cases:
+        with pytest.raises(KosumiError) as e:
+            resolve_sizes(o, head, sizes, "d")
+        assert needle in str(e.value)
+
+
+def test_output_weights():
+    assert _output_weight(None, DEFAULT_SCORE_WEIGHT, True, "conv", "score", "d") == 0.1
+    assert _output_weight(None, DEFAULT_OWNERSHIP_WEIGHT, False, "conv", "ownership", "d") == 0
+    assert _output_weight(None, 0.5, True, "lz", "ownership", "d") == 0.0
+    assert _output_weight(0, 0.5, True, "conv", "ownership", "d") == 0.0
+    assert _output_weight(2.0, 0.5, True, "conv", "ownership", "d") == 2.0
+    for given, available, head, needle in [(-1.0, True, "conv", "must be >= 0"),
+                                           (1.0, True, "lz", "no score output"),
+                                           (1.0, False, "conv", "have no score targets")]:
+        with pytest.raises(KosumiError, match=needle):
+            _output_weight(given, 0.1, available, head, "score", "d")
+
+
+def test_check_options():
+    check_options(opts(), [9, 19])
+    for kw, needle in [({"batch": 0}, "--batch must be at least 1, not 0"),
+                       ({"lr": 0.0}, "--lr must be > 0"),
+                       ({"policy_temperature": -1.0}, "--policy-temperature must be > 0"),
+                       ({"weight_decay": -0.1}, "--weight-decay must be >= 0"),
+                       ({"clip": -1.0}, "--clip must be >= 0"),
+                       ({"student": "big"}, "student big:"),
+                       ({"head": "lz"}, "student b6c64:")]:  # lz on 9x9 and 19x19
+        with pytest.raises(KosumiError) as e:
+            check_options(opts(**kw), [9, 19])
+        assert needle in str(e.value), (kw, str(e.value))
+
+
+def test_check_resume():
+    saved = {"student": "b1c8", "board_sizes": [9, 19], "lr": 0.001, "augment": True}
+    check_resume(opts(student=" B1C8 ", board_sizes=[19, 9, 9], lr=0.001), saved, Path("r"))
+    check_resume(opts(), saved, Path("r"))  # nothing given: the saved run's settings
+    with pytest.raises(KosumiError, match=r"--lr 0.002 differs from the run in r \(0.001\)"):
+        check_resume(opts(lr=0.002), saved, Path("r"))
+    with pytest.raises(KosumiError, match="--augment/--no-augment False differs"):
+        check_resume(opts(augment=False), saved, Path("r"))
+
+
+def test_student_config():
+    settings = {"student": "b1c8", "features": "basic", "head": "conv", "board_sizes": [9],
+                "value": "wdl", "score_weight": 0.0, "ownership_weight": 0.5}
+    c = student_config(settings, {"teacher": "t"})
+    assert (c.blocks, c.channels, c.board_sizes) == (1, 8, [9])
+    assert not c.score_lead and c.ownership and c.provenance == {"teacher": "t"}

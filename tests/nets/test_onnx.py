@@ -1,0 +1,258 @@
+"""ONNX export (nets.onnx, ``kosumi export --format onnx``) and the onnxruntime backend.
+
+Oracles: the torch modules (the nets as trained, unfolded) on the 300 KataGo reference
+positions, ``onnx.checker``, and ONNX Runtime itself running the exported files directly.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from helpers import export_onnx, random_net_file, replay_reference
+from typer.testing import CliRunner
+
+from kosumi.cli import app
+from kosumi.errors import KosumiError
+from kosumi.go.board import GameState
+from kosumi.nets.checkpoint import read_checkpoint
+from kosumi.nets.features import get_feature_set
+from kosumi.nets.onnx import OPSET, read_onnx_model
+from kosumi.runtime import load_evaluator
+from kosumi.runtime.bench import bench_states
+from kosumi.runtime.numpy_int8 import Int8NumpyBackend
+
+
+@pytest.fixture(scope="module")
+def nets(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("onnx-nets")
+    return {
+        "default": Path("default"),
+        "b2c16": random_net_file(root / "b2c16.safetensors", arch="b2c16", seed=4),
+        "lz": random_net_file(root / "lz.safetensors", arch="b2c16", features="lz18",
+                              head="lz", seed=5),
+    }
+
+
+def test_exported_file_is_the_documented_contract(nets, tmp_path):
+    out = tmp_path / "default.onnx"
+    summary = export_onnx("default", out)
+    assert "opset 17" in summary and "dynamic board size" in summary
+    model = onnx.load(str(out))
+    onnx.checker.check_model(model, full_check=True)
+    assert [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] == [OPSET]
+    assert [i.name for i in model.graph.input] == ["planes", "globals"]
+    assert [o.name for o in model.graph.output] == ["policy", "value", "score_lead", "ownership"]
+    dims = [d.dim_param or d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == ["batch", 11, "size", "size"]
+    assert not any(n.op_type == "BatchNormalization" for n in model.graph.node)
+    meta = {p.key: p.value for p in model.metadata_props}
+    cfg = json.loads(meta["kosumi_config"])
+    assert meta["kosumi_format"] == "kosumi-onnx" and meta["kosumi_precision"] == "fp32"
+    assert cfg["arch"] == "b6c64" and cfg["board_sizes"] == [9, 19] and cfg["provenance"]
+    # one file, every batch and board size, run by ONNX Runtime directly
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    for size, batch in ((9, 1), (19, 5)):
+        planes, glob = get_feature_set("basic").encode(bench_states(size, batch))
+        policy, value, lead, own = sess.run(None, {"planes": planes, "globals": glob})
+        assert policy.shape == (batch, size * size + 1) and value.shape == (batch, 3)
+        assert lead.shape == (batch,) and own.shape == (batch, size * size)
+
+
+def test_lz_head_is_19x19_and_has_no_globals(nets, tmp_path):
+    out = tmp_path / "lz.onnx"
+    assert "19x19" in export_onnx(nets["lz"], out)
+    model = onnx.load(str(out))
+    assert [i.name for i in model.graph.input] == ["planes"]
+    dims = [d.dim_param or d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == ["batch", 18, 19, 19]
+    with pytest.raises(KosumiError, match="does not play 9x9"):
+        load_evaluator(out).evaluate([GameState(9)])
+
+
+@pytest.mark.parametrize("name", ["default", "b2c16", "lz"])
+def test_onnxruntime_matches_torch_on_the_reference_positions(nets, name, tmp_path,
+                                                              reference_positions):
+    """fp32 through ONNX Runtime vs torch: top-1 100%, policy within 1e-4; fp16: top-1 >=
+    99.5%. On an exported .onnx file and on the checkpoint itself (exported in memory)."""
+    states = [replay_reference(r) for r in reference_positions]
+    ref_ev = load_evaluator(nets[name], backend="torch", cache=False)
+    states = [s for s in states if ref_ev.supports_size(s.size)]
+    ref = ref_ev.evaluate(states)
+    out = tmp_path / f"{name}.onnx"
+    export_onnx(nets[name], out)
+    half = tmp_path / f"{name}-fp16.onnx"
+    export_onnx(nets[name], half, "--precision", "fp16")
+    for model, backend, fp16 in ((out, "auto", False), (nets[name], "onnxruntime", False),
+                                 (half, "onnxruntime", True)):
+        ev = load_evaluator(model, backend=backend, cache=False)
+        assert ev.backend.name == "onnxruntime"
+        got = ev.evaluate(states)
+        top1 = np.mean([int(np.argmax(a.policy)) == int(np.argmax(b.policy))
+                        for a, b in zip(ref, got, strict=True)])
+        diff = max(float(np.abs(a.policy - b.policy).max()) for a, b in zip(ref, got, strict=True))
+        value = max(abs(a.value - b.value) for a, b in zip(ref, got, strict=True))
+        if fp16:
+            assert top1 >= 0.995 and diff < 0.02, (name, top1, diff)
+        else:
+            assert top1 == 1.0 and diff <= 1e-4 and value <= 1e-4, (name, top1, diff, value)
+
+
+def test_inspect_and_load_an_onnx_file(tmp_path):
+    out = tmp_path / "net.onnx"
+    export_onnx("default", out, "--precision", "fp16")
+    r = CliRunner().invoke(app, ["inspect", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.output)
+    assert info["format"].startswith("ONNX (fp16") and info["arch"] == "b6c64"
+    assert info["inputs"] == ["planes", "globals"] and info["opset"] == OPSET
+    assert {"arch", "vnni"} <= set(info["cpu"])
+    assert read_onnx_model(out).config.features == "basic"
+
+
+def test_bad_onnx_files_are_one_line_errors(tmp_path):
+    runner = CliRunner()
+    corrupt = tmp_path / "corrupt.onnx"
+    corrupt.write_bytes(b"\x08\x07garbage" * 50)
+    bare = tmp_path / "bare.onnx"  # a valid ONNX model without kosumi metadata
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])
+    g = onnx.helper.make_graph([onnx.helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    onnx.save(onnx.helper.make_model(g), str(bare))
+    for path, needle in ((corrupt, "corrupt ONNX file"), (bare, "without kosumi metadata")):
+        for cmd in (["inspect", str(path)], ["analyze", "--model", str(path), "--moves", "D4"]):
+            r = runner.invoke(app, cmd)
+            lines = r.output.strip().splitlines()
+            assert r.exit_code == 2 and len(lines) == 1, (cmd, r.output)
+            assert needle in lines[0] and str(path) in lines[0], lines[0]
+    # a runtime file has no tensors to export again, and torch cannot run it
+    good = tmp_path / "good.onnx"
+    export_onnx("default", good)
+    r = runner.invoke(app, ["export", str(good), "--format", "onnx", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "runtime file" in r.output
+    with pytest.raises(KosumiError, match="cannot run onnx files"):
+        load_evaluator(good, backend="torch")
+    with pytest.raises(KosumiError, match="an fp32 ONNX file"):
+        load_evaluator(good, precision="fp16")
+
+
+def test_the_onnx_cache_is_reused(tmp_path, monkeypatch):
+    monkeypatch.setenv("KOSUMI_ONNX_CACHE_DIR", str(tmp_path / "cache"))
+    net = random_net_file(tmp_path / "n.safetensors", arch="b1c8")
+    load_evaluator(net, backend="onnxruntime")
+    files = list((tmp_path / "cache").glob("*.onnx"))
+    assert len(files) == 1
+    stamp = files[0].stat().st_mtime_ns
+    load_evaluator(net, backend="onnxruntime")
+    assert [f.stat().st_mtime_ns for f in (tmp_path / "cache").glob("*.onnx")] == [stamp]
+    random_net_file(net, arch="b1c8", seed=9)  # other weights: another cache entry
+    load_evaluator(net, backend="onnxruntime")
+    assert len(list((tmp_path / "cache").glob("*.onnx"))) == 2
+
+
+def test_gtp_on_an_onnx_file_answers_genmove(tmp_path):
+    out = tmp_path / "net.onnx"
+    export_onnx("default", out)
+    cmd = [sys.executable, "-m", "kosumi", "gtp", "--model", str(out), "--backend",
+           "onnxruntime", "--visits", "16"]
+    proc = subprocess.run(cmd, input="boardsize 9\nclear_board\ngenmove b\nquit\n",
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    replies = [line for line in proc.stdout.splitlines() if line.startswith("=")]
+    assert len(replies) == 4 and replies[2][2:].strip()[0] in "ABCDEFGHJ", proc.stdout
+
+
+@pytest.fixture
+def calib(calib_positions) -> Path:
+    return calib_positions
+
+
+@pytest.fixture
+def net(float_net_b2c16) -> Path:
+    return float_net_b2c16
+
+
+@pytest.fixture
+def qnet(int8_net_b2c16) -> Path:
+    return int8_net_b2c16
+
+
+def test_onnxruntime_int8_run_matches_the_integer_reference(qnet):
+    """Every quantized activation of ONNX Runtime's run of the exported Q/DQ graph against the
+    integer reference on the same inputs: equal, or 1 LSB apart."""
+    from kosumi.nets.graph import inference_graph
+    from kosumi.nets.onnx import _QdqBuilder, onnx_model
+
+    q = read_checkpoint(qnet)
+    model = onnx_model(q.config, q.tensors)
+    builder = _QdqBuilder(inference_graph(q.config), q.tensors, q.config)
+    builder.run({"planes": "planes", "globals": "globals"})
+    for name in builder.qvals.values():  # expose every quantized tensor
+        model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref = Int8NumpyBackend(q.config, q.tensors)
+    fused = {n.op_type for n in onnx.load_from_string(model.SerializeToString()).graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear", "Conv"} <= fused
+    compared = 0
+    for size in (9, 19):
+        planes, glob = get_feature_set("basic").encode(bench_states(size, 6, seed=size))
+        outs = dict(zip([o.name for o in sess.get_outputs()],
+                        sess.run(None, {"planes": planes, "globals": glob}), strict=True))
+        values = ref._run(planes, glob)
+        for value, name in builder.qvals.items():
+            mine = values.get(value)
+            if not isinstance(mine, tuple):
+                continue
+            qa = mine[0] if mine[0].ndim != 4 else mine[0].transpose(0, 3, 1, 2)
+            diff = np.abs(qa.astype(np.int64) - outs[name].astype(np.int64))
+            assert diff.max() <= 1, (value, int(diff.max()))
+            compared += 1
+    assert compared > 10
+
+
+def test_onnxruntime_qlinearconv_agrees_layer_by_layer(qnet):
+    """ONNX Runtime's own QLinearConv (an op kosumi's export never names) on the integer
+    reference's input of each int8 convolution: the same output, or 1 LSB apart."""
+    from onnx import TensorProto, helper
+
+    q = read_checkpoint(qnet)
+    ref = Int8NumpyBackend(q.config, q.tensors)
+    planes, glob = get_feature_set("basic").encode(bench_states(9, 4, seed=3))
+    values = ref._run(planes, glob)
+    checked = 0
+    for st in ref.plan.steps:
+        n = st.node
+        if not (st.integer and n.op == "conv" and st.requant):
+            continue
+        x_act, y_act = ref.acts[n.inputs[0]], ref.acts[st.output]
+        xq = ref._quant(values, n.inputs[0]).transpose(0, 3, 1, 2).astype(np.uint8)
+        w = q.tensors[f"{n.name}.weight"]
+        k = w.shape[2]
+        init = [helper.make_tensor("xs", TensorProto.FLOAT, [], [x_act.scale]),
+                helper.make_tensor("xz", TensorProto.UINT8, [], [x_act.zero_point]),
+                onnx.numpy_helper.from_array(w, "w"),
+                onnx.numpy_helper.from_array(q.tensors[f"{n.name}.weight_scale"], "ws"),
+                onnx.numpy_helper.from_array(np.zeros(w.shape[0], np.int8), "wz"),
+                helper.make_tensor("ys", TensorProto.FLOAT, [], [y_act.scale]),
+                helper.make_tensor("yz", TensorProto.UINT8, [], [y_act.zero_point]),
+                onnx.numpy_helper.from_array(q.tensors[f"{n.name}.bias"], "b")]
+        node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                                ["y"], pads=[k // 2] * 4)
+        g = helper.make_graph([node], "one", [helper.make_tensor_value_info(
+            "x", TensorProto.UINT8, list(xq.shape))], [helper.make_tensor_value_info(
+                "y", TensorProto.UINT8, None)], initializer=init)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        y = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, {"x": xq})[0]
+        mine = values[st.output][0].transpose(0, 3, 1, 2)
+        if st.fused is not None:  # ONNX Runtime has no fused ReLU: clamp its output too
+            y = np.maximum(y, y_act.zero_point)
+        assert np.abs(mine.astype(np.int64) - y.astype(np.int64)).max() <= 1, n.name
+        checked += 1
+    assert checked >= 4

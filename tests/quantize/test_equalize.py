@@ -1,0 +1,48 @@
+"""Cross-layer equalization (kosumi.quantize.equalize): the float net's outputs unchanged."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kosumi.nets.checkpoint import read_checkpoint
+from kosumi.nets.features import get_feature_set
+from kosumi.nets.fold import fold_batchnorm
+from kosumi.nets.quant import (
+    QuantScheme,
+)
+from kosumi.quantize.calibration import collect_stats
+from kosumi.quantize.equalize import equalize_blocks, equalize_stream
+from kosumi.runtime.bench import bench_states
+from kosumi.runtime.numpy_backend import NumpyBackend
+
+
+@pytest.fixture
+def calib(calib_positions) -> Path:
+    return calib_positions
+
+
+@pytest.fixture
+def net(float_net_b2c16) -> Path:
+    return float_net_b2c16
+
+
+# ---------------------------------------------------------------------------- rewrites
+def test_equalization_leaves_the_float_net_unchanged(net, calib):
+    ckpt = read_checkpoint(net)
+    folded = fold_batchnorm(ckpt.config, ckpt.tensors)
+    cfg16 = replace(ckpt.config, quantization=QuantScheme(bits=16).to_dict())
+    fs = get_feature_set("basic")
+    states = bench_states(9, 8, seed=9)
+    stats = collect_stats(NumpyBackend(cfg16, folded), fs, states)
+    eq, spread = equalize_blocks(ckpt.config, folded, stats)
+    eq, _ = equalize_stream(ckpt.config, eq, stats, 1.0)
+    assert spread and any(not np.allclose(eq[k], folded[k]) for k in folded)
+    planes, glob = fs.encode(states)
+    a = NumpyBackend(cfg16, folded).forward(planes, glob)
+    b = NumpyBackend(cfg16, eq).forward(planes, glob)
+    for k in a:
+        np.testing.assert_allclose(b[k], a[k], rtol=1e-4, atol=1e-4)

@@ -1,0 +1,185 @@
+"""Post-training quantization (kosumi.quantize.ptq, ``kosumi quantize``): the integer net
+against its float self and against KataGo, fp16, TensorRT activations, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from helpers import random_net_file
+from typer.testing import CliRunner
+
+from kosumi.cli import app
+from kosumi.distill.positions import Position, write_positions
+from kosumi.errors import KosumiError
+from kosumi.nets.checkpoint import read_checkpoint, save_checkpoint
+from kosumi.nets.quant import (
+    QuantScheme,
+)
+from kosumi.runtime import load_evaluator
+from kosumi.runtime.agreement import kl
+from kosumi.runtime.bench import bench_states
+
+
+@pytest.fixture
+def calib(calib_positions) -> Path:
+    return calib_positions
+
+
+@pytest.fixture
+def net(float_net_b2c16) -> Path:
+    return float_net_b2c16
+
+
+@pytest.fixture
+def qnet(int8_net_b2c16) -> Path:
+    return int8_net_b2c16
+
+
+# ---------------------------------------------------------------------------- the quantized net
+def test_int8_net_plays_like_its_float_self(net, qnet):
+    states = bench_states(9, 64, seed=21) + bench_states(19, 32, seed=22)
+    ref = load_evaluator(net, backend="numpy", cache=False).evaluate(states)
+    for backend in ("numpy", "onnxruntime"):
+        ev = load_evaluator(qnet, backend=backend, cache=False)
+        got = ev.evaluate(states)
+        # a random net's policy is nearly flat (ties everywhere): judge the choice tie-aware
+        choice = np.mean([a.policy[np.argmax(b.policy)] >= 0.9 * a.policy.max()
+                          for a, b in zip(ref, got, strict=True)])
+        mean_kl = np.mean([kl(a.policy, b.policy) for a, b in zip(ref, got, strict=True)])
+        value = np.mean([abs(a.value - b.value) for a, b in zip(ref, got, strict=True)])
+        assert choice >= 0.95 and mean_kl < 0.01 and value < 0.02, (backend, choice, mean_kl,
+                                                                     value)
+    with pytest.raises(KosumiError, match="runs on the numpy and onnxruntime backends"):
+        load_evaluator(qnet, backend="torch")
+    assert load_evaluator(qnet, cache=False).backend.name == "onnxruntime"  # auto
+
+
+def test_inspect_shows_the_scheme_per_layer(qnet):
+    r = CliRunner().invoke(app, ["inspect", str(qnet), "--json"])
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.output)
+    scheme = info["quantization"]
+    assert scheme["bits"] == 8 and scheme["method"] == "mse"
+    layers = scheme["layers"]
+    assert layers["blocks.0.conv1"].startswith("int8 w-scale") and "in uint8" in \
+        layers["blocks.0.conv1"]
+    assert set(scheme["kept_float"]) == {k for k, v in layers.items() if v == "float32"}
+    assert info["tensor_types"]["int8"] >= 4 and info["tensor_types"]["int32"] >= 4
+
+
+def test_fp16(net, calib, tmp_path):
+    out = tmp_path / "fp16.safetensors"
+    r = CliRunner().invoke(app, ["quantize", str(net), "--bits", "16", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert {t.dtype for t in read_checkpoint(out).tensors.values()} == {np.dtype("float16")}
+    states = bench_states(9, 64, seed=31) + bench_states(19, 32, seed=32)
+    ref = load_evaluator(net, backend="numpy", cache=False).evaluate(states)
+    for backend in ("numpy", "onnxruntime"):
+        got = load_evaluator(out, backend=backend, cache=False).evaluate(states)
+        assert np.mean([np.argmax(a.policy) == np.argmax(b.policy)
+                        for a, b in zip(ref, got, strict=True)]) >= 0.99, backend
+
+
+# ---------------------------------------------------------------------------- bad input
+def one_line_exit_2(args: list[str], *needles: str) -> str:
+    r = CliRunner().invoke(app, args)
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 2 and lines and lines[-1].startswith("kosumi: error:"), r.output
+    for n in needles:
+        assert n in lines[-1], lines[-1]
+    return lines[-1]
+
+
+def test_bad_input_is_one_line_and_writes_nothing(net, qnet, calib, tmp_path):
+    out = tmp_path / "out.safetensors"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    nine = random_net_file(tmp_path / "nine.safetensors", arch="b1c8", board_sizes=(9,))
+    only19 = tmp_path / "p19"
+    write_positions(only19, [Position.from_state(s, "x") for s in bench_states(19, 4)])
+    nan = tmp_path / "nan.safetensors"
+    ck = read_checkpoint(net)
+    bad = dict(ck.tensors)
+    bad["blocks.0.conv1.weight"] = bad["blocks.0.conv1.weight"].copy()
+    bad["blocks.0.conv1.weight"].flat[0] = np.nan
+    with pytest.raises(KosumiError, match="NaN"):
+        save_checkpoint(nan, bad, ck.config)  # kosumi refuses to write it; a file made elsewhere:
+    from safetensors.numpy import save
+
+    nan.write_bytes(save(bad, metadata={"format": "kosumi-checkpoint",
+                                        "kosumi_config": ck.config.to_json()}))
+    huge = tmp_path / "huge.safetensors"
+    big = dict(ck.tensors)
+    big["blocks.0.bn1.bias"] = np.full_like(big["blocks.0.bn1.bias"], 1e30)
+    save_checkpoint(huge, big, ck.config)
+    cases = [
+        (["quantize", str(net), "--calib", str(empty), "--out", str(out)], "empty"),
+        (["quantize", str(net), "--out", str(out)], "needs --calib"),
+        (["quantize", str(nine), "--calib", str(only19), "--out", str(out)], "19x19"),
+        (["quantize", str(qnet), "--calib", str(calib), "--out", str(out)], "already quantized"),
+        (["quantize", str(nan), "--calib", str(calib), "--out", str(out)], "NaN"),
+        (["quantize", str(huge), "--calib", str(calib), "--calib-size", "16", "--keep-float",
+          "none", "--out", str(out)], "overflows int32"),
+        (["quantize", str(net), "--calib", str(calib), "--keep-float", "nope", "--out",
+          str(out)], "no layer 'nope'"),
+        (["quantize", str(net), "--calib", str(tmp_path / "missing"), "--out", str(out)],
+         "no such calibration set"),
+        (["quantize", str(net), "--bits", "4", "--calib", str(calib), "--out", str(out)],
+         "8 or 16"),
+    ]
+    for args, needle in cases:
+        one_line_exit_2(args, needle)
+        assert not out.exists(), args
+
+
+def test_int8_activations_for_tensorrt_and_the_exported_file(net, calib, tmp_path):
+    """``--activations int8`` (TensorRT's symmetric int8): every act int8 with zero point 0,
+    the ReLUs kept in the graph; its ONNX file (kosumi export) runs in ONNX Runtime like the
+    integer reference."""
+    out = tmp_path / "s8.safetensors"
+    r = CliRunner().invoke(app, ["quantize", str(net), "--calib", str(calib), "--calib-size",
+                                 "48", "--activations", "int8", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    scheme = QuantScheme.from_dict(read_checkpoint(out).config.quantization)
+    assert scheme.activations == "int8"
+    assert {(a.dtype, a.zero_point) for a in scheme.acts.values()} == {("int8", 0)}
+    onnx_file = tmp_path / "s8.onnx"
+    r = CliRunner().invoke(app, ["export", str(out), "--format", "onnx", "--out",
+                                 str(onnx_file)])
+    assert r.exit_code == 0 and "int8 (explicit Q/DQ" in r.output, r.output
+    model = onnx.load(str(onnx_file))
+    assert any(n.op_type == "Relu" for n in model.graph.node)
+    states = bench_states(9, 24, seed=41)
+    a = load_evaluator(out, backend="numpy", cache=False).evaluate(states)
+    b = load_evaluator(onnx_file, cache=False).evaluate(states)
+    assert max(float(np.abs(x.policy - y.policy).max()) for x, y in zip(a, b, strict=True)) < 0.02
+    r = CliRunner().invoke(app, ["export", str(net), "--format", "onnx", "--precision", "int8",
+                                 "--out", str(tmp_path / "x.onnx")])
+    assert r.exit_code == 2 and "kosumi quantize" in r.output
+
+
+def test_katago_int8_against_katago_itself(calib, katago_model, reference_positions,
+                                          tmp_path):
+    """KataGo's g170 net quantized to int8 (every layer int8 but the value head, which
+    --keep-float names), judged against the real KataGo engine's outputs."""
+    from helpers import katago_policy, replay_reference
+
+    from kosumi.quantize import QuantizeOptions, quantize_model
+
+    model = katago_model
+    out = tmp_path / "g170-int8.safetensors"
+    quantize_model(model, out, QuantizeOptions(keep_float=["v2", "v3", "sv3", "own"],
+                                               sensitivity=False), calib=calib, calib_limit=64)
+    refs = reference_positions[::3]
+    states = [replay_reference(r) for r in refs]
+    got = load_evaluator(out, backend="numpy", cache=False).evaluate(states)
+    top1, kls = [], []
+    for r, e in zip(refs, got, strict=True):
+        p = katago_policy(r)
+        top1.append(int(np.argmax(p)) == int(np.argmax(e.policy)))
+        kls.append(kl(p, e.policy))
+    assert np.mean(top1) >= 0.85 and np.mean(kls) <= 0.03, (np.mean(top1), np.mean(kls))

@@ -241,7 +241,8 @@ def long_functions(source: str, path: str) -> list[str]:
 def test_the_length_checker_counts_lines():
     body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES - 1))
     assert long_functions(f"def f():\n{body}\n", "m.py") == []  # exactly the limit
-    nested = f"class C:\n    def g(self):\n        def h():\n{body.replace('    ', '            ')}\n"
+    inner = body.replace("    ", "            ")
+    nested = f"class C:\n    def g(self):\n        def h():\n{inner}\n"
     nested += "            return 1\n"
     assert long_functions(nested, "m.py") == ["m.py:2 g (102 lines)", "m.py:3 h (101 lines)"]
 

@@ -56,6 +56,9 @@ def test_arrays_round_trip_as_a_plain_npz(tmp_path):
         arrays_to_bytes({"x": np.array([{"a": 1}], dtype=object)})
     with pytest.raises(KosumiError, match=r"s\.npz: corrupted shard"):
         bytes_to_arrays(b"not an npz archive", "s.npz")  # numpy would need pickle: refused
+    for cut in (len(data) // 2, len(data) - 10):  # a zip without its central directory
+        with pytest.raises(KosumiError, match=r"^s\.npz: corrupted shard"):
+            bytes_to_arrays(data[:cut], "s.npz")
 
 
 def test_sha256_file(tmp_path):

@@ -36,7 +36,7 @@ def test_parse_score_by_hand(text, score):
 
 @pytest.mark.parametrize("text", ["", "B+", "X+3", "B3.5", "W+R", "Void", "B-3"])
 def test_parse_score_refuses_what_is_not_a_score(text):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^not a score: "):
         parse_score(text)
 
 

@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import os
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -85,7 +86,7 @@ def bytes_to_arrays(data: bytes, name: str | os.PathLike[str]) -> dict[str, np.n
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
             return {k: npz[k] for k in npz.files}
-    except (ValueError, OSError, EOFError, KeyError) as e:
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as e:
         detail = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise KosumiError(f"{name}: corrupted shard ({detail})") from None
 

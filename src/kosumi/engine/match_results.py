@@ -121,7 +121,10 @@ def parse_score(text: str) -> float:
     if t.upper() in ("0", "DRAW", "JIGO", "B+0", "W+0"):
         return 0.0
     if len(t) >= 3 and t[0].upper() in "BW" and t[1] == "+":
-        value = float(t[2:])
+        try:
+            value = float(t[2:])
+        except ValueError:  # "B+R", "W+T", "B+F": a result, not a score
+            raise ValueError(f"not a score: {text!r}") from None
         return value if t[0].upper() == "B" else -value
     raise ValueError(f"not a score: {text!r}")
 

@@ -117,6 +117,10 @@ def quantize_command(
                                             "default: by this CPU)."),
     activations: str = typer.Option("uint8", "--activations", help="uint8 (ONNX Runtime on "
                                     "CPUs) or int8 (symmetric: TensorRT)."),
+    quantize_outputs: str = typer.Option("off", "--quantize-outputs", help="on: requantize "
+                                         "every int8 layer's output, also where only float ops "
+                                         "read it, so that ONNX Runtime runs it as one int8 op "
+                                         "(KataGo's nets: 2.7x faster, less exact), or off."),
     qat: bool = typer.Option(False, "--qat", help="Fine-tune through the quantization (QAT)."),
     data: Path | None = typer.Option(None, "--data", help="QAT: a label folder (kosumi label), "
                                      "or a positions folder with --qat-target float."),
@@ -147,7 +151,9 @@ def quantize_command(
         k.strip() for k in keep_float.split(",") if k.strip()]
     options = QuantizeOptions(bits=bits, method=method, keep_float=keep,
                               float_budget=float_budget, weight_max=weight_range,
-                              activations=activations)
+                              activations=activations, quantize_outputs=quantize_outputs)
+    if quantize_outputs not in ("on", "off"):
+        fail(f"--quantize-outputs {quantize_outputs}: use on or off")
     if weight_range is not None and not 1 <= weight_range <= 127:
         fail(f"--weight-range {weight_range}: use 1..127")
     if qat and data is None:

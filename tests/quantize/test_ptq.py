@@ -162,6 +162,58 @@ def test_int8_activations_for_tensorrt_and_the_exported_file(net, calib, tmp_pat
     assert r.exit_code == 2 and "kosumi quantize" in r.output
 
 
+def test_quantized_outputs_run_as_one_int8_op_in_onnx_runtime(net, qnet, calib, tmp_path):
+    """``--quantize-outputs on``: every int8 layer requantizes its output, also where only float
+    ops read it. ONNX Runtime's own optimizer is the oracle for what that buys: in its
+    optimized graph no int8 layer is left as a float Conv/Gemm (DQ-Conv without a Q after it
+    stays float), and the run still matches the integer reference. Without it (the default) a
+    net quantizes as before."""
+    import onnxruntime as ort
+
+    from kosumi.nets.graph import WEIGHTED_OPS, inference_graph
+    from kosumi.nets.quant import integer_plan
+
+    out = tmp_path / "qo.safetensors"
+    r = CliRunner().invoke(app, ["quantize", str(net), "--calib", str(calib), "--calib-size",
+                                 "96", "--quantize-outputs", "on", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+
+    def float_ops_in_ort(model: Path) -> tuple[int, int]:
+        onnx_file = tmp_path / f"{model.stem}.onnx"
+        r = CliRunner().invoke(app, ["export", str(model), "--format", "onnx", "--out",
+                                     str(onnx_file)])
+        assert r.exit_code == 0, r.output
+        so = ort.SessionOptions()
+        so.optimized_model_filepath = str(tmp_path / f"{model.stem}.opt.onnx")
+        ort.InferenceSession(str(onnx_file), so, providers=["CPUExecutionProvider"])
+        ops = [n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node]
+        return (sum(o in ("Conv", "FusedConv", "Gemm", "MatMul", "FusedGemm") for o in ops),
+                sum(o in ("QLinearConv", "QLinearMatMul", "QGemm") for o in ops))
+
+    q = read_checkpoint(out)
+    scheme = QuantScheme.from_dict(q.config.quantization)
+    graph = inference_graph(q.config)
+    plan = integer_plan(graph, scheme.layers, scheme.acts)
+    int_steps = [st for st in plan.steps if st.integer and st.node.op in WEIGHTED_OPS]
+    assert int_steps and all(st.requant for st in int_steps)
+    kept_float = sum(1 for n in graph.weighted() if scheme.layers[n.name] == "float")
+    float_on, int_on = float_ops_in_ort(out)
+    float_auto, int_auto = float_ops_in_ort(qnet)
+    assert float_on == kept_float < float_auto and int_on == len(int_steps) > int_auto
+    auto = QuantScheme.from_dict(read_checkpoint(qnet).config.quantization)
+    auto_plan = integer_plan(inference_graph(q.config), auto.layers, auto.acts)
+    assert auto.info.get("quantize_outputs") is False
+    assert not all(st.requant for st in auto_plan.steps
+                   if st.integer and st.node.op in WEIGHTED_OPS)
+    states = bench_states(9, 24, seed=43)
+    a = load_evaluator(out, backend="numpy", cache=False).evaluate(states)
+    b = load_evaluator(out, backend="onnxruntime", cache=False).evaluate(states)
+    assert max(float(np.abs(x.policy - y.policy).max()) for x, y in zip(a, b, strict=True)) < 0.02
+    r = CliRunner().invoke(app, ["quantize", str(net), "--calib", str(calib),
+                                 "--quantize-outputs", "maybe", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "--quantize-outputs maybe" in r.output
+
+
 def test_katago_int8_against_katago_itself(calib, katago_model, reference_positions,
                                           tmp_path):
     """KataGo's g170 net quantized to int8 (every layer int8 but the value head, which

@@ -158,7 +158,7 @@ class _QdqBuilder(_OnnxBuilder):
         assert self.scheme is not None
         check_quantized_tensors(config, t, "ONNX export")
         self.raw = t
-        self.plan = integer_plan(graph, self.scheme.layers)
+        self.plan = integer_plan(graph, self.scheme.layers, self.scheme.acts)
         self.acts = dict(self.scheme.acts)
         for out, src in self.plan.shared.items():
             self.acts.setdefault(out, self.acts[src])

@@ -48,6 +48,7 @@ integers. Needs numpy only.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -222,10 +223,14 @@ class IntegerPlan:
     shared: dict[str, str] = field(default_factory=dict)  # flatten output -> its input (same act)
 
 
-def integer_plan(graph: Graph, layers: dict[str, str]) -> IntegerPlan:
+def integer_plan(graph: Graph, layers: dict[str, str],
+                 requant: Collection[str] = ()) -> IntegerPlan:
     """Which ops run in integers, which values are quantized, which ReLUs are fused, for a graph
     whose weighted layers are in ``layers`` modes (see the module docstring). The acts the
-    scheme must hold are exactly ``plan.quantized``."""
+    scheme must hold are exactly ``plan.quantized``. ``requant``: outputs of integer weighted
+    layers to requantize even though only float ops read them (a scheme passes its ``acts``:
+    it holds a scale exactly for the values that exist quantized), so that a backend runs the
+    layer as one integer op (ONNX Runtime fuses DQ-Conv-Q into QLinearConv, not DQ-Conv)."""
     steps = _integer_steps(graph, {name for name, mode in layers.items() if mode == "int8"})
     # pass 2, backwards (every consumer before its producer): which values must exist
     # quantized. A weighted integer layer needs its inputs quantized; an add or a flatten stays
@@ -242,10 +247,11 @@ def integer_plan(graph: Graph, layers: dict[str, str]) -> IntegerPlan:
     for st in steps:  # (a fused ReLU of a step that ended up float is applied in float)
         if st.integer:
             st.quant_inputs = tuple(v for v in st.node.inputs if v not in produced)
-            st.requant = st.output in needed
+            st.requant = st.output in needed or (st.node.op in WEIGHTED_OPS
+                                                 and st.output in requant)
             if st.requant:
                 produced.add(st.output)
-    quantized = set(needed)
+    quantized = set(needed) | produced
     shared = {st.output: st.node.inputs[0] for st in steps
               if st.node.op == "flatten" and st.integer}
     return IntegerPlan(steps=steps, quantized=quantized, shared=shared)
@@ -315,7 +321,7 @@ def describe_scheme(config: Any, tensors: dict[str, np.ndarray]) -> dict[str, An
                calibration_positions=info.get("calibration_positions"),
                kept_float=info.get("keep_float", []))
     graph = inference_graph(config)
-    plan = integer_plan(graph, scheme.layers)
+    plan = integer_plan(graph, scheme.layers, scheme.acts)
     acts = dict(scheme.acts)
     layers = {}
     for st in plan.steps:
@@ -352,7 +358,7 @@ def check_quantized_tensors(config: Any, tensors: dict[str, np.ndarray], source:
         raise KosumiError(f"{source}: not a quantized net")
     graph = inference_graph(config)
     expected = (_fp16_tensors(graph) if scheme.bits == 16
-                else _int8_tensors(integer_plan(graph, scheme.layers), scheme, source))
+                else _int8_tensors(integer_plan(graph, scheme.layers, scheme.acts), scheme, source))
     for name, kind in expected.items():
         t = tensors.get(name)
         if t is None:

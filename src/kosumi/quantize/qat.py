@@ -79,7 +79,7 @@ class FakeQuantGraph(nn.Module):
                  acts: dict[str, ActQuant], weight_max: int, quantize: bool = True):
         super().__init__()
         self.graph = inference_graph(config)
-        plan = integer_plan(self.graph, layers)
+        plan = integer_plan(self.graph, layers, acts)
         self.acts = {v: acts[plan.shared.get(v, v)] for v in plan.quantized}
         self.int_layers = {n for n, m in layers.items() if m == "int8"}
         self.weight_max = weight_max

@@ -110,7 +110,7 @@ class Int8NumpyBackend(Backend):
         self.scheme: QuantScheme = found
         check_quantized_tensors(config, tensors, "int8 net")
         self.graph = inference_graph(config)
-        self.plan = integer_plan(self.graph, self.scheme.layers)
+        self.plan = integer_plan(self.graph, self.scheme.layers, self.scheme.acts)
         self.acts = dict(self.scheme.acts)
         for out, src in self.plan.shared.items():
             self.acts.setdefault(out, self.acts[src])

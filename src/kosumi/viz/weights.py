@@ -74,7 +74,7 @@ def net_view(config: NetConfig, tensors: dict[str, np.ndarray]) -> NetView:
     graph = inference_graph(config)
     acts = dict(scheme.acts) if scheme is not None else {}
     if scheme is not None and scheme.bits == 8:
-        for out, src in integer_plan(graph, scheme.layers).shared.items():
+        for out, src in integer_plan(graph, scheme.layers, scheme.acts).shared.items():
             if src in acts:
                 acts.setdefault(out, acts[src])
     layers = []

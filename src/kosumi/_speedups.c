@@ -961,6 +961,220 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* area_map: Benson's pass-alive analysis for both colours, KataGo's area (go/benson.py)       */
+/* ------------------------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(area_map_doc,
+"area_map(board, size, suicide_legal, /) -> bytes\n\n"
+"KataGo's area of each point (1 black, 2 white, 0 neither), exactly as kosumi.go.benson's\n"
+"Python version: for Black then White, Benson's pass-alive chains and territory, the empty\n"
+"regions bordered only by the colour where nothing claimed them, then every unmarked stone.");
+
+#define AM_N (MAX_SIZE * MAX_SIZE)
+
+typedef struct {
+    int nn, size;
+    const unsigned char *b;
+    int nb[AM_N][4];
+    int nnb[AM_N];
+    int chain_of[AM_N], region_of[AM_N];
+    int chain_start[AM_N + 1], chain_stones[AM_N];  /* stones of chain c: [start[c], start[c+1]) */
+    int region_start[AM_N + 1], region_pts[AM_N];
+    int vital[AM_N][4], nvital[AM_N];               /* the chains a region is vital to (<= 4) */
+    int internal[AM_N], has_opp[AM_N];
+    int count[AM_N], killed[AM_N], bad[AM_N];
+    int nchains, nregions;
+} benson_t;
+
+static void
+benson_neighbours(benson_t *t)
+{
+    int p, size = t->size;
+    for (p = 0; p < t->nn; p++) {
+        int y = p / size, x = p % size, k = 0;
+        if (y > 0) t->nb[p][k++] = p - size;
+        if (y < size - 1) t->nb[p][k++] = p + size;
+        if (x > 0) t->nb[p][k++] = p - 1;
+        if (x < size - 1) t->nb[p][k++] = p + 1;
+        t->nnb[p] = k;
+    }
+}
+
+/* Benson for colour `pla`; fills the chains, regions and killed/bad flags. 0 if no chain. */
+static int
+benson_analyse(benson_t *t, int pla, int suicide_legal)
+{
+    const unsigned char *b = t->b;
+    int nn = t->nn, opp = 3 - pla, p, i, k, n = 0, changed;
+
+    t->nchains = t->nregions = 0;
+    for (p = 0; p < nn; p++)
+        t->chain_of[p] = t->region_of[p] = -1;
+    for (p = 0; p < nn; p++) {                      /* pla's chains (flood fill, in order) */
+        int start;
+        if (b[p] != pla || t->chain_of[p] >= 0)
+            continue;
+        start = n;
+        t->chain_start[t->nchains] = start;
+        t->chain_stones[n++] = p;
+        t->chain_of[p] = t->nchains;
+        for (i = start; i < n; i++) {
+            int s = t->chain_stones[i];
+            for (k = 0; k < t->nnb[s]; k++) {
+                int q = t->nb[s][k];
+                if (b[q] == pla && t->chain_of[q] < 0) {
+                    t->chain_of[q] = t->nchains;
+                    t->chain_stones[n++] = q;
+                }
+            }
+        }
+        t->nchains++;
+    }
+    t->chain_start[t->nchains] = n;
+    if (!t->nchains)
+        return 0;
+    n = 0;
+    for (p = 0; p < nn; p++) {  /* regions: seeded at empty points, through empty and opp */
+        int rid = t->nregions, start = n, cand[4], ncand = 0, n_internal = 0, opp_inside = 0;
+        if (b[p] != 0 || t->region_of[p] >= 0)
+            continue;
+        t->region_start[rid] = start;
+        t->region_pts[n++] = p;
+        t->region_of[p] = rid;
+        for (k = 0; k < t->nnb[p]; k++) {           /* the chains next to the seed */
+            int c = t->chain_of[t->nb[p][k]], j, dup = 0;
+            if (c < 0) continue;
+            for (j = 0; j < ncand; j++) dup |= cand[j] == c;
+            if (!dup) cand[ncand++] = c;
+        }
+        for (i = start; i < n; i++) {
+            int s = t->region_pts[i], touches = 0;
+            for (k = 0; k < t->nnb[s]; k++) {
+                int q = t->nb[s][k];
+                if (b[q] == pla)
+                    touches = 1;
+                else if (t->region_of[q] < 0) {
+                    t->region_of[q] = rid;
+                    t->region_pts[n++] = q;
+                }
+            }
+            if (b[s] == opp) opp_inside = 1;
+            if (!touches) n_internal++;
+            if (ncand && (suicide_legal || b[s] == 0)) {
+                /* vital only to chains next to every (empty) point of the region */
+                int j, keep = 0;
+                if (touches) {
+                    for (j = 0; j < ncand; j++) {
+                        int m, next = 0;
+                        for (m = 0; m < t->nnb[s]; m++)
+                            next |= t->chain_of[t->nb[s][m]] == cand[j];
+                        if (next) cand[keep++] = cand[j];
+                    }
+                }
+                ncand = keep;
+            }
+        }
+        /* sorted, as the Python version's sorted(cand) (the order only decides nothing here) */
+        for (i = 0; i < ncand; i++) t->vital[rid][i] = cand[i];
+        t->nvital[rid] = ncand;
+        t->internal[rid] = n_internal;
+        t->has_opp[rid] = opp_inside;
+        t->nregions++;
+    }
+    t->region_start[t->nregions] = n;
+    for (i = 0; i < t->nchains; i++)
+        t->count[i] = t->killed[i] = 0;
+    for (i = 0; i < t->nregions; i++) {
+        t->bad[i] = 0;
+        for (k = 0; k < t->nvital[i]; k++) t->count[t->vital[i][k]]++;
+    }
+    changed = 1;
+    while (changed) {                              /* Benson's iteration */
+        int c;
+        changed = 0;
+        for (c = 0; c < t->nchains; c++) {
+            if (t->killed[c] || t->count[c] >= 2)
+                continue;
+            t->killed[c] = 1;
+            changed = 1;
+            for (i = t->chain_start[c]; i < t->chain_start[c + 1]; i++) {
+                int s = t->chain_stones[i];
+                for (k = 0; k < t->nnb[s]; k++) {
+                    int rid = t->region_of[t->nb[s][k]], m;
+                    if (rid < 0 || t->bad[rid]) continue;
+                    t->bad[rid] = 1;
+                    for (m = 0; m < t->nvital[rid]; m++) t->count[t->vital[rid][m]]--;
+                }
+            }
+        }
+    }
+    return 1;
+}
+
+static PyObject *
+area_map(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long ints[2];
+    int size, nn, suicide_legal, pla, p, i, r;
+    Py_buffer bv;
+    benson_t *t;
+    unsigned char *res;
+    PyObject *out;
+    (void)self;
+
+    if (check_nargs("area_map", nargs, 3) < 0)
+        return NULL;
+    ints[0] = PyLong_AsLong(args[1]);
+    if (ints[0] == -1 && PyErr_Occurred())
+        return NULL;
+    size = (int)ints[0];
+    suicide_legal = PyObject_IsTrue(args[2]);
+    if (suicide_legal < 0 || check_size(size) < 0)
+        return NULL;
+    nn = size * size;
+    if (get_byte_buffer(args[0], &bv, nn, 0, "board") < 0)
+        return NULL;
+    t = (benson_t *)PyMem_Malloc(sizeof(benson_t));
+    out = PyBytes_FromStringAndSize(NULL, nn);
+    if (t == NULL || out == NULL) {
+        PyBuffer_Release(&bv);
+        PyMem_Free(t);
+        Py_XDECREF(out);
+        return PyErr_NoMemory();
+    }
+    res = (unsigned char *)PyBytes_AS_STRING(out);
+    memset(res, 0, (size_t)nn);
+    t->nn = nn;
+    t->size = size;
+    t->b = (const unsigned char *)bv.buf;
+    benson_neighbours(t);
+    for (pla = 1; pla <= 2; pla++) {
+        if (!benson_analyse(t, pla, suicide_legal))
+            continue;
+        for (i = 0; i < t->nchains; i++)            /* pass-alive stones */
+            if (!t->killed[i])
+                for (p = t->chain_start[i]; p < t->chain_start[i + 1]; p++)
+                    res[t->chain_stones[p]] = (unsigned char)pla;
+        for (r = 0; r < t->nregions; r++) {
+            int terr = !t->bad[r] && (t->internal[r] <= 1 || !t->has_opp[r]);
+            if (!terr && t->has_opp[r])
+                continue;
+            for (p = t->region_start[r]; p < t->region_start[r + 1]; p++) {
+                int q = t->region_pts[p];
+                if (terr || res[q] == 0)                /* territory; or an empty-only region */
+                    res[q] = (unsigned char)pla;
+            }
+        }
+    }
+    for (p = 0; p < nn; p++)                        /* every unmarked stone: its own colour */
+        if (res[p] == 0)
+            res[p] = t->b[p];
+    PyBuffer_Release(&bv);
+    PyMem_Free(t);
+    return out;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* module                                                                                      */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -977,6 +1191,7 @@ static PyMethodDef speedups_methods[] = {
     {"basic_planes", (PyCFunction)(void (*)(void))basic_planes, METH_FASTCALL, basic_planes_doc},
     {"masked_softmax", (PyCFunction)(void (*)(void))masked_softmax, METH_FASTCALL,
      masked_softmax_doc},
+    {"area_map", (PyCFunction)(void (*)(void))area_map, METH_FASTCALL, area_map_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,7 +1,7 @@
 """Fast paths for the search's hot spots: the C extension ``kosumi._speedups`` when it is built,
 exact numpy/Python fallbacks otherwise (edge devices without a compiler still work).
 
-Seven functions, with the same signatures and results in both implementations:
+Eight functions, with the same signatures and results in both implementations:
 
 ``puct_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction, /) -> int``
     PUCT child selection over k children; ``n``, ``w``, ``priors`` are float64 buffers (numpy
@@ -29,6 +29,10 @@ uint8/int8/bool), row-major from the top-left, values 0 empty / 1 black / 2 whit
 ``2 <= size <= 19``. The board functions return a new ``bytes`` of N*N values, or, given ``out``
 (any writable C-contiguous buffer of N*N one-byte items, e.g. ``np.empty(N*N, np.bool_)``), write
 into it and return ``out``. Bad arguments raise ValueError (TypeError for a non-buffer).
+
+``area_map(board, size, suicide_legal, /) -> bytes``
+    KataGo's area of each point (1 black, 2 white, 0 neither) from Benson's pass-alive analysis
+    of both colours: ``kosumi.go.benson`` documents it and holds the Python version.
 
 ``policy_children(policy, /) -> (moves: bytes, priors: bytes)``
     A search node's children from a float32 policy over points + pass (pass last): the int16
@@ -78,6 +82,7 @@ from kosumi.go.coords import neighbor_table  # coords imports only numpy: no cyc
 __all__ = [
     "HAVE_C",
     "IMPLEMENTATION",
+    "area_map",
     "area_ownership",
     "basic_planes",
     "chain_liberties",
@@ -85,6 +90,7 @@ __all__ = [
     "masked_softmax",
     "policy_children",
     "puct_select",
+    "py_area_map",
     "py_area_ownership",
     "py_basic_planes",
     "py_chain_liberties",
@@ -317,6 +323,13 @@ def py_chain_liberties(board: BufferLike, size: int, out: _Out | None = None) ->
     return _result(res, out)
 
 
+def py_area_map(board: BufferLike, size: int, suicide_legal: bool, /) -> bytes:
+    """Pure-Python version of ``area_map`` (``kosumi.go.benson.area_map_py``)."""
+    from kosumi.go.benson import area_map_py  # benson imports this module: late
+
+    return area_map_py(bytes(board), size, suicide_legal).astype(np.uint8).tobytes()
+
+
 def py_area_ownership(board: BufferLike, size: int, out: _Out | None = None) -> bytes | _Out:
     """Pure-Python version of ``area_ownership`` (the algorithm of ``GameState.area_ownership``)."""
     size, bb = _board(board, size)
@@ -453,6 +466,7 @@ if _c is None:
     legal_mask = py_legal_mask
     chain_liberties = py_chain_liberties
     area_ownership = py_area_ownership
+    area_map = py_area_map
     policy_children = py_policy_children
     basic_planes = py_basic_planes
     masked_softmax = py_masked_softmax
@@ -461,6 +475,8 @@ else:
     legal_mask = _c.legal_mask
     chain_liberties = _c.chain_liberties
     area_ownership = _c.area_ownership
+    # an extension built before area_map existed (an old in-place build) still works
+    area_map = getattr(_c, "area_map", py_area_map)
     policy_children = _c.policy_children
     basic_planes = _c.basic_planes
     masked_softmax = _c.masked_softmax

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-import numpy as np
+import random
 
-from kosumi.go.benson import area_map, pass_alive
+import numpy as np
+import pytest
+
+from kosumi.go.benson import area_map, area_map_py, pass_alive
 from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, WHITE, vertex_to_point
+
+# the dispatching area_map (C through kosumi.accel when built) and the Python algorithm: both
+# answer every hand-checked position
+AREA_MAPS = [pytest.param(area_map, id="accel"), pytest.param(area_map_py, id="python")]
 
 
 def board(rows: list[str]) -> bytes:
@@ -35,7 +42,8 @@ TWO_EYES = [
 ]
 
 
-def test_two_eyes_are_pass_alive():
+@pytest.mark.parametrize("am", AREA_MAPS)
+def test_two_eyes_are_pass_alive(am):
     b = board(TWO_EYES)
     black = pass_alive(b, 9, BLACK)
     assert sorted(np.flatnonzero(black.stones)) == sorted(pts("B9 D9 A8 B8 C8 D8"))
@@ -44,17 +52,18 @@ def test_two_eyes_are_pass_alive():
     white = pass_alive(b, 9, WHITE)
     assert not white.stones.any() and not white.territory.any()
     # area: Black's group and eyes; the rest is an empty region bordered by White alone
-    assert diagram(area_map(b, 9), 9) == ["XXXXOOOOO", "XXXXOOOOO"] + ["O" * 9] * 7
+    assert diagram(am(b, 9), 9) == ["XXXXOOOOO", "XXXXOOOOO"] + ["O" * 9] * 7
 
 
-def test_one_eye_is_not_pass_alive():
+@pytest.mark.parametrize("am", AREA_MAPS)
+def test_one_eye_is_not_pass_alive(am):
     rows = list(TWO_EYES)
     rows[0] = ".XXXO...."  # C9 filled: one eye left
     b = board(rows)
     black = pass_alive(b, 9, BLACK)
     assert not black.stones.any() and not black.territory.any()
     # area still gives the stones their colour and A9 (bordered by Black only) to Black
-    area = area_map(b, 9)
+    area = am(b, 9)
     assert diagram(area, 9)[:2] == ["XXXXOOOOO", "XXXXOOOOO"]
 
 
@@ -73,7 +82,8 @@ BIG_EYE = [
 ]
 
 
-def test_dead_stone_inside_an_eye_and_suicide_rules():
+@pytest.mark.parametrize("am", AREA_MAPS)
+def test_dead_stone_inside_an_eye_and_suicide_rules(am):
     b = board(BIG_EYE)
     # suicide illegal (KataGo's chinese rules): only the EMPTY points of a region must touch the
     # chain for the region to be vital; D7 is the region's one point away from Black, so the
@@ -82,15 +92,16 @@ def test_dead_stone_inside_an_eye_and_suicide_rules():
     assert black.stones.sum() == 20
     assert black.territory[pts("A9 C8 D7 E6")].all()
     # ... and so is the empty outside, bordered by that pass-alive chain alone
-    assert (area_map(b, 9) == BLACK).all()
+    assert (am(b, 9) == BLACK).all()
     # multi-stone suicide legal: every point of a vital region must touch the chain; D7 does
     # not, so the group has one vital region only and is not pass-alive
     black = pass_alive(b, 9, BLACK, suicide_legal=True)
     assert not black.stones.any()
-    assert area_map(b, 9, suicide_legal=True)[pts("D7")[0]] == WHITE
+    assert am(b, 9, suicide_legal=True)[pts("D7")[0]] == WHITE
 
 
-def test_dead_stone_touching_the_wall_and_outside_territory():
+@pytest.mark.parametrize("am", AREA_MAPS)
+def test_dead_stone_touching_the_wall_and_outside_territory(am):
     rows = [
         ".X..X....",
         "XXO.X....",
@@ -107,19 +118,43 @@ def test_dead_stone_touching_the_wall_and_outside_territory():
     assert black.stones.sum() == 13
     # with Black's only chain pass-alive, the empty rest of the board (no white stone in it) is
     # Black's too, and the white stone C8 is dead: the whole board is Black's
-    assert (area_map(b, 9) == BLACK).all()
+    assert (am(b, 9) == BLACK).all()
     assert (pass_alive(b, 9, BLACK, suicide_legal=True).stones.sum()) == 13  # C8 touches B8
 
 
-def test_dame_and_stones():
+@pytest.mark.parametrize("am", AREA_MAPS)
+def test_dame_and_stones(am):
     rows = ["....", ".XO.", "....", "...."]
     b = board(rows)
-    area = area_map(b, 4)
+    area = am(b, 4)
     # every empty point is connected to both colours: neutral; stones count for their colour
     assert diagram(area, 4) == ["....", ".XO.", "....", "...."]
     assert not pass_alive(b, 4, BLACK).stones.any()
 
 
-def test_empty_board():
-    assert not area_map(bytes(81), 9).any()
+@pytest.mark.parametrize("am", AREA_MAPS)
+def test_empty_board(am):
+    assert not am(bytes(81), 9).any()
     assert not pass_alive(bytes(81), 9, BLACK).stones.any()
+
+
+def test_the_c_area_map_is_the_python_algorithm():
+    """On boards of every size and density, and with both suicide rules, the dispatching
+    ``area_map`` (the C extension when built) and ``area_map_py`` give the same area."""
+    from kosumi import accel
+
+    rng = random.Random(7)
+    checked = 0
+    for size in (2, 3, 5, 9, 13, 19):
+        for _ in range(60):
+            density = rng.random()
+            b = bytes(rng.choice((1, 2)) if rng.random() < density else 0
+                      for _ in range(size * size))
+            for suicide in (False, True):
+                np.testing.assert_array_equal(area_map(b, size, suicide),
+                                              area_map_py(b, size, suicide))
+                checked += 1
+    assert checked == 720
+    assert accel.IMPLEMENTATION == "python" or accel.area_map is not accel.py_area_map
+    with pytest.raises(ValueError, match="a 9x9 board has 81 points"):
+        area_map(bytes(80), 9)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kosumi import accel
 from kosumi.go.coords import neighbor_table
 
 EMPTY, BLACK, WHITE = 0, 1, 2
@@ -200,7 +201,17 @@ def area_map(board: bytes | bytearray, size: int, suicide_legal: bool = False) -
 
     ``suicide_legal``: compute pass-aliveness as if multi-stone suicide were legal (KataGo's
     g170 nets were trained with the rules' own setting; kosumi's ``chinese`` preset forbids it).
+    Runs in C through ``kosumi.accel`` when the extension is built, else ``area_map_py``.
     """
+    b = bytes(board)
+    if len(b) != size * size:
+        raise ValueError(f"a {size}x{size} board has {size * size} points, got {len(b)}")
+    return np.frombuffer(accel.area_map(b, size, bool(suicide_legal)), dtype=np.int8).copy()
+
+
+def area_map_py(board: bytes | bytearray, size: int, suicide_legal: bool = False
+                ) -> np.ndarray:
+    """``area_map`` in Python: the algorithm as the module docstring states it."""
     b = bytes(board)
     nn = size * size
     if len(b) != nn:

@@ -333,7 +333,14 @@ def _encode_label_shard(items: Sequence[tuple[int, Position]], out: TeacherBatch
 
 def _label_items(evaluator: Evaluator, items: Sequence[tuple[int, Position]], batch: int,
                  on_batch: Callable[[int], None] | None = None) -> tuple[bytes, bool, bool]:
-    states = [p.to_state() for _, p in items]
+    from kosumi.distill.dataset import replay_positions
+
+    # positions of one game share their move prefixes: replay each prefix once, not every
+    # position from its root (the states are the ones Position.to_state gives)
+    replayed: list[GameState | None] = [None] * len(items)
+    for i, state in replay_positions([p for _, p in items]):
+        replayed[i] = state
+    states = [s for s in replayed if s is not None]
     out = label_states(evaluator, states, batch=batch, on_batch=on_batch)
     return (_encode_label_shard(items, out), out.score_lead is not None,
             out.ownership is not None)

@@ -4,7 +4,6 @@ synthetic teacher, exact resume, mismatch errors, the CLI command."""
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import math
 import shutil
@@ -23,12 +22,7 @@ from helpers import (
 )
 from typer.testing import CliRunner
 
-from kosumi.distill.train import (
-    DistillOptions,
-    default_warmup,
-    distill,
-    learning_rate,
-)
+from kosumi.distill.train import DistillOptions, distill
 from kosumi.distill.train_state import RunPaths, check_teacher, read_training_state
 from kosumi.errors import KosumiError
 from kosumi.nets.checkpoint import load_net, read_checkpoint
@@ -50,17 +44,6 @@ def opts(labels, out: Path, **kw) -> DistillOptions:
             "argv": ["distill", "test"]}
     base.update(kw)
     return DistillOptions(**base)
-
-
-def test_learning_rate_schedule():
-    total, base, warm = 1000, 1e-3, default_warmup(1000)
-    assert warm == 50
-    lrs = [learning_rate(s, total, base, warm) for s in range(total)]
-    assert lrs[0] == pytest.approx(base / warm) and lrs[warm - 1] == pytest.approx(base)
-    assert all(a < b for a, b in itertools.pairwise(lrs[:warm]))  # linear warm-up
-    assert all(a >= b for a, b in itertools.pairwise(lrs[warm:]))  # cosine decay
-    assert lrs[warm + (total - warm) // 2] == pytest.approx(base / 2, rel=1e-2)
-    assert lrs[-1] < base * 1e-4
 
 
 # ============================================================================ training

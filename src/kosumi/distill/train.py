@@ -110,6 +110,8 @@ from kosumi.distill.train_state import (
     check_options,
     check_resume,
     check_teacher,
+    default_warmup,
+    learning_rate,
     load_init,
     load_training_state,
     new_settings,
@@ -127,20 +129,6 @@ from kosumi.nets.resnet import KosumiNet
 
 EVAL_BATCH = 512
 PLOT_EVERY_S = 60.0  # redraw the learning curves at most this often (and at the end)
-
-
-# ---------------------------------------------------------------------------- schedule
-def learning_rate(step: int, total: int, base: float, warmup: int) -> float:
-    """Linear warm-up over ``warmup`` steps to ``base``, then cosine decay to 0 at ``total``."""
-    if warmup > 0 and step < warmup:
-        return base * (step + 1) / warmup
-    span = max(1, total - warmup)
-    progress = min(1.0, (step - warmup) / span)
-    return base * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-def default_warmup(total: int) -> int:
-    return min(1000, max(1, total // 20))
 
 
 # ---------------------------------------------------------------------------- batches

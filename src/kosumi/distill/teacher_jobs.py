@@ -96,16 +96,16 @@ class TeacherJobs:
         must be 1 with no ``ray``)."""
         workers = check_workers(workers, ray)
         is_path = not isinstance(teacher, Evaluator)
-        if is_path:
-            identity = teacher_identity(teacher, symmetries)  # type: ignore[arg-type]
+        if not isinstance(teacher, Evaluator):
+            identity = teacher_identity(teacher, symmetries)
             # on Ray the driver only checks the teacher (on its own CPU); the actors run it
-            evaluator = open_teacher(teacher, symmetries, threads,  # type: ignore[arg-type]
+            evaluator = open_teacher(teacher, symmetries, threads,
                                      backend="auto" if ray else backend,
                                      device=None if ray else device)
         else:
             if workers != 1 or ray is not None:
                 raise ValueError(f"{caller}: an Evaluator object needs workers=1, no ray")
-            evaluator = teacher  # type: ignore[assignment]
+            evaluator = teacher
             identity = dict(teacher_info or {"name": evaluator.name, "format": "evaluator",
                                              "sha256": None, "symmetries": int(symmetries)})
         jobs = cls(teacher, identity, int(symmetries), threads, backend, device, workers, ray,
@@ -140,9 +140,9 @@ class TeacherJobs:
         if self.ray is not None:
             from kosumi.distill.cluster import run_teacher_units
 
+            assert not isinstance(self.teacher, Evaluator)  # open() allows Ray for files only
             run_teacher_units(
-                self.ray, units, job_of, work, commit,
-                teacher=self.teacher,  # type: ignore[arg-type]
+                self.ray, units, job_of, work, commit, teacher=self.teacher,
                 symmetries=self.symmetries, threads=self.threads, backend=self.backend,
                 device=self.device, workers=self.workers,
                 teacher_sha256=self.identity.get("sha256"), on_workers=on_workers)

@@ -148,27 +148,53 @@ def quantized_net_files(root: Path, seed: int, positions: int = 64) -> tuple[Pat
 
 
 # ============================================================================ rules oracles
+def oracle_neighbours(p: int, size: int) -> list[int]:
+    """The points next to ``p``, from its coordinates (not kosumi's neighbour table)."""
+    x, y = p % size, p // size
+    return [y2 * size + x2 for x2, y2 in ((x - 1, y), (x + 1, y), (x, y - 1), (x, y + 1))
+            if 0 <= x2 < size and 0 <= y2 < size]
+
+
+def oracle_flood(board: bytes, size: int, p: int) -> set[int]:
+    """The connected set of points around ``p`` that hold what ``p`` holds (a chain, or an
+    empty region)."""
+    block, todo = {p}, [p]
+    while todo:
+        for q in oracle_neighbours(todo.pop(), size):
+            if board[q] == board[p] and q not in block:
+                block.add(q)
+                todo.append(q)
+    return block
+
+
 def oracle_chain_liberties(board: bytes, size: int) -> list[int]:
     """Set-based oracle: distinct empty points next to the chain of each stone."""
-    def nbrs(p):
-        x, y = p % size, p // size
-        return [y2 * size + x2 for x2, y2 in ((x - 1, y), (x + 1, y), (x, y - 1), (x, y + 1))
-                if 0 <= x2 < size and 0 <= y2 < size]
-
     out = [None] * (size * size)
     for p in range(size * size):
         if not board[p]:
             out[p] = 0
         elif out[p] is None:
-            chain, todo = {p}, [p]
-            while todo:
-                for q in nbrs(todo.pop()):
-                    if board[q] == board[p] and q not in chain:
-                        chain.add(q)
-                        todo.append(q)
-            libs = min(255, len({q for s in chain for q in nbrs(s) if board[q] == 0}))
+            chain = oracle_flood(board, size, p)
+            libs = min(255, len({q for s in chain for q in oracle_neighbours(s, size)
+                                 if board[q] == 0}))
             for s in chain:
                 out[s] = libs
+    return out
+
+
+def oracle_area(board: bytes, size: int) -> list[int]:
+    """Set-based oracle for Tromp-Taylor ownership: an empty point belongs to a colour when the
+    empty region around it reaches stones of that colour only."""
+    out = [None] * (size * size)
+    for p in range(size * size):
+        if board[p]:
+            out[p] = board[p]
+        elif out[p] is None:
+            region = oracle_flood(board, size, p)
+            reached = {board[q] for s in region for q in oracle_neighbours(s, size)} - {0}
+            owner = reached.pop() if len(reached) == 1 else 0
+            for s in region:
+                out[s] = owner
     return out
 
 

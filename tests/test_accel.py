@@ -21,7 +21,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from helpers import ROOT, oracle_chain_liberties, replay_reference
+from helpers import ROOT, oracle_area, oracle_chain_liberties, replay_reference
 
 from kosumi import accel
 from kosumi.go.board import KO_SIMPLE, GameState, Rules
@@ -104,32 +104,6 @@ def random_positions(count: int, seed: int):
             s = random_game(size, rng.randrange(0, 2 * size * size + 2), rng,
                             rules=Rules(suicide=rng.random() < 0.5))
             yield size, bytes(s.board), state_ko(s, s.to_move)
-
-
-def oracle_area(board: bytes, size: int) -> list[int]:
-    """Set-based oracle for Tromp-Taylor ownership: an empty point belongs to a colour when the
-    empty region around it reaches stones of that colour only."""
-    def nbrs(p):
-        x, y = p % size, p // size
-        return [y2 * size + x2 for x2, y2 in ((x - 1, y), (x + 1, y), (x, y - 1), (x, y + 1))
-                if 0 <= x2 < size and 0 <= y2 < size]
-
-    out = [None] * (size * size)
-    for p in range(size * size):
-        if board[p]:
-            out[p] = board[p]
-        elif out[p] is None:
-            region, todo = {p}, [p]
-            while todo:
-                for q in nbrs(todo.pop()):
-                    if board[q] == 0 and q not in region:
-                        region.add(q)
-                        todo.append(q)
-            reached = {board[q] for s in region for q in nbrs(s)} - {0}
-            owner = reached.pop() if len(reached) == 1 else 0
-            for s in region:
-                out[s] = owner
-    return out
 
 
 def numpy_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction) -> int:

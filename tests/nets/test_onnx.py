@@ -168,28 +168,16 @@ def test_gtp_on_an_onnx_file_answers_genmove(tmp_path):
     assert len(replies) == 4 and replies[2][2:].strip()[0] in "ABCDEFGHJ", proc.stdout
 
 
-@pytest.fixture
-def calib(calib_positions) -> Path:
-    return calib_positions
 
 
-@pytest.fixture
-def net(float_net_b2c16) -> Path:
-    return float_net_b2c16
 
-
-@pytest.fixture
-def qnet(int8_net_b2c16) -> Path:
-    return int8_net_b2c16
-
-
-def test_onnxruntime_int8_run_matches_the_integer_reference(qnet):
+def test_onnxruntime_int8_run_matches_the_integer_reference(int8_net_b2c16):
     """Every quantized activation of ONNX Runtime's run of the exported Q/DQ graph against the
     integer reference on the same inputs: equal, or 1 LSB apart."""
     from kosumi.nets.graph import inference_graph
     from kosumi.nets.onnx import _QdqBuilder, onnx_model
 
-    q = read_checkpoint(qnet)
+    q = read_checkpoint(int8_net_b2c16)
     model = onnx_model(q.config, q.tensors)
     builder = _QdqBuilder(inference_graph(q.config), q.tensors, q.config)
     builder.run({"planes": "planes", "globals": "globals"})
@@ -216,12 +204,12 @@ def test_onnxruntime_int8_run_matches_the_integer_reference(qnet):
     assert compared > 10
 
 
-def test_onnxruntime_qlinearconv_agrees_layer_by_layer(qnet):
+def test_onnxruntime_qlinearconv_agrees_layer_by_layer(int8_net_b2c16):
     """ONNX Runtime's own QLinearConv (an op kosumi's export never names) on the integer
     reference's input of each int8 convolution: the same output, or 1 LSB apart."""
     from onnx import TensorProto, helper
 
-    q = read_checkpoint(qnet)
+    q = read_checkpoint(int8_net_b2c16)
     ref = Int8NumpyBackend(q.config, q.tensors)
     planes, glob = get_feature_set("basic").encode(bench_states(9, 4, seed=3))
     values = ref._run(planes, glob)

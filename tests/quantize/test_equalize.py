@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
-import pytest
 
 from kosumi.nets.checkpoint import read_checkpoint
 from kosumi.nets.features import get_feature_set
@@ -20,19 +18,9 @@ from kosumi.runtime.bench import bench_states
 from kosumi.runtime.numpy_backend import NumpyBackend
 
 
-@pytest.fixture
-def calib(calib_positions) -> Path:
-    return calib_positions
-
-
-@pytest.fixture
-def net(float_net_b2c16) -> Path:
-    return float_net_b2c16
-
-
 # ---------------------------------------------------------------------------- rewrites
-def test_equalization_leaves_the_float_net_unchanged(net, calib):
-    ckpt = read_checkpoint(net)
+def test_equalization_leaves_the_float_net_unchanged(float_net_b2c16, calib_positions):
+    ckpt = read_checkpoint(float_net_b2c16)
     folded = fold_batchnorm(ckpt.config, ckpt.tensors)
     cfg16 = replace(ckpt.config, quantization=QuantScheme(bits=16).to_dict())
     fs = get_feature_set("basic")

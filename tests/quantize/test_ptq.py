@@ -24,27 +24,12 @@ from kosumi.runtime.agreement import kl
 from kosumi.runtime.bench import bench_states
 
 
-@pytest.fixture
-def calib(calib_positions) -> Path:
-    return calib_positions
-
-
-@pytest.fixture
-def net(float_net_b2c16) -> Path:
-    return float_net_b2c16
-
-
-@pytest.fixture
-def qnet(int8_net_b2c16) -> Path:
-    return int8_net_b2c16
-
-
 # ---------------------------------------------------------------------------- the quantized net
-def test_int8_net_plays_like_its_float_self(net, qnet):
+def test_int8_net_plays_like_its_float_self(float_net_b2c16, int8_net_b2c16):
     states = bench_states(9, 64, seed=21) + bench_states(19, 32, seed=22)
-    ref = load_evaluator(net, backend="numpy", cache=False).evaluate(states)
+    ref = load_evaluator(float_net_b2c16, backend="numpy", cache=False).evaluate(states)
     for backend in ("numpy", "onnxruntime"):
-        ev = load_evaluator(qnet, backend=backend, cache=False)
+        ev = load_evaluator(int8_net_b2c16, backend=backend, cache=False)
         got = ev.evaluate(states)
         # a random net's policy is nearly flat (ties everywhere): judge the choice tie-aware
         choice = np.mean([a.policy[np.argmax(b.policy)] >= 0.9 * a.policy.max()
@@ -54,12 +39,12 @@ def test_int8_net_plays_like_its_float_self(net, qnet):
         assert choice >= 0.95 and mean_kl < 0.01 and value < 0.02, (backend, choice, mean_kl,
                                                                      value)
     with pytest.raises(KosumiError, match="runs on the numpy and onnxruntime backends"):
-        load_evaluator(qnet, backend="torch")
-    assert load_evaluator(qnet, cache=False).backend.name == "onnxruntime"  # auto
+        load_evaluator(int8_net_b2c16, backend="torch")
+    assert load_evaluator(int8_net_b2c16, cache=False).backend.name == "onnxruntime"  # auto
 
 
-def test_inspect_shows_the_scheme_per_layer(qnet):
-    r = CliRunner().invoke(app, ["inspect", str(qnet), "--json"])
+def test_inspect_shows_the_scheme_per_layer(int8_net_b2c16):
+    r = CliRunner().invoke(app, ["inspect", str(int8_net_b2c16), "--json"])
     assert r.exit_code == 0, r.output
     info = json.loads(r.output)
     scheme = info["quantization"]
@@ -71,13 +56,14 @@ def test_inspect_shows_the_scheme_per_layer(qnet):
     assert info["tensor_types"]["int8"] >= 4 and info["tensor_types"]["int32"] >= 4
 
 
-def test_fp16(net, calib, tmp_path):
+def test_fp16(float_net_b2c16, calib_positions, tmp_path):
     out = tmp_path / "fp16.safetensors"
-    r = CliRunner().invoke(app, ["quantize", str(net), "--bits", "16", "--out", str(out)])
+    r = CliRunner().invoke(app, ["quantize", str(float_net_b2c16), "--bits", "16", "--out",
+                                 str(out)])
     assert r.exit_code == 0, r.output
     assert {t.dtype for t in read_checkpoint(out).tensors.values()} == {np.dtype("float16")}
     states = bench_states(9, 64, seed=31) + bench_states(19, 32, seed=32)
-    ref = load_evaluator(net, backend="numpy", cache=False).evaluate(states)
+    ref = load_evaluator(float_net_b2c16, backend="numpy", cache=False).evaluate(states)
     for backend in ("numpy", "onnxruntime"):
         got = load_evaluator(out, backend=backend, cache=False).evaluate(states)
         assert np.mean([np.argmax(a.policy) == np.argmax(b.policy)
@@ -94,7 +80,8 @@ def one_line_exit_2(args: list[str], *needles: str) -> str:
     return lines[-1]
 
 
-def test_bad_input_is_one_line_and_writes_nothing(net, qnet, calib, tmp_path):
+def test_bad_input_is_one_line_and_writes_nothing(float_net_b2c16, int8_net_b2c16,
+                                                  calib_positions, tmp_path):
     out = tmp_path / "out.safetensors"
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
@@ -102,7 +89,7 @@ def test_bad_input_is_one_line_and_writes_nothing(net, qnet, calib, tmp_path):
     only19 = tmp_path / "p19"
     write_positions(only19, [Position.from_state(s, "x") for s in bench_states(19, 4)])
     nan = tmp_path / "nan.safetensors"
-    ck = read_checkpoint(net)
+    ck = read_checkpoint(float_net_b2c16)
     bad = dict(ck.tensors)
     bad["blocks.0.conv1.weight"] = bad["blocks.0.conv1.weight"].copy()
     bad["blocks.0.conv1.weight"].flat[0] = np.nan
@@ -117,32 +104,35 @@ def test_bad_input_is_one_line_and_writes_nothing(net, qnet, calib, tmp_path):
     big["blocks.0.bn1.bias"] = np.full_like(big["blocks.0.bn1.bias"], 1e30)
     save_checkpoint(huge, big, ck.config)
     cases = [
-        (["quantize", str(net), "--calib", str(empty), "--out", str(out)], "empty"),
-        (["quantize", str(net), "--out", str(out)], "needs --calib"),
+        (["quantize", str(float_net_b2c16), "--calib", str(empty), "--out", str(out)], "empty"),
+        (["quantize", str(float_net_b2c16), "--out", str(out)], "needs --calib"),
         (["quantize", str(nine), "--calib", str(only19), "--out", str(out)], "19x19"),
-        (["quantize", str(qnet), "--calib", str(calib), "--out", str(out)], "already quantized"),
-        (["quantize", str(nan), "--calib", str(calib), "--out", str(out)], "NaN"),
-        (["quantize", str(huge), "--calib", str(calib), "--calib-size", "16", "--keep-float",
-          "none", "--out", str(out)], "overflows int32"),
-        (["quantize", str(net), "--calib", str(calib), "--keep-float", "nope", "--out",
-          str(out)], "no layer 'nope'"),
-        (["quantize", str(net), "--calib", str(tmp_path / "missing"), "--out", str(out)],
-         "no such calibration set"),
-        (["quantize", str(net), "--bits", "4", "--calib", str(calib), "--out", str(out)],
-         "8 or 16"),
+        (["quantize", str(int8_net_b2c16), "--calib", str(calib_positions), "--out", str(out)],
+         "already quantized"),
+        (["quantize", str(nan), "--calib", str(calib_positions), "--out", str(out)], "NaN"),
+        (["quantize", str(huge), "--calib", str(calib_positions), "--calib-size", "16",
+          "--keep-float", "none", "--out", str(out)], "overflows int32"),
+        (["quantize", str(float_net_b2c16), "--calib", str(calib_positions), "--keep-float",
+          "nope", "--out", str(out)], "no layer 'nope'"),
+        (["quantize", str(float_net_b2c16), "--calib", str(tmp_path / "missing"), "--out",
+          str(out)], "no such calibration set"),
+        (["quantize", str(float_net_b2c16), "--bits", "4", "--calib", str(calib_positions),
+          "--out", str(out)], "8 or 16"),
     ]
     for args, needle in cases:
         one_line_exit_2(args, needle)
         assert not out.exists(), args
 
 
-def test_int8_activations_for_tensorrt_and_the_exported_file(net, calib, tmp_path):
+def test_int8_activations_for_tensorrt_and_the_exported_file(float_net_b2c16, calib_positions,
+                                                             tmp_path):
     """``--activations int8`` (TensorRT's symmetric int8): every act int8 with zero point 0,
     the ReLUs kept in the graph; its ONNX file (kosumi export) runs in ONNX Runtime like the
     integer reference."""
     out = tmp_path / "s8.safetensors"
-    r = CliRunner().invoke(app, ["quantize", str(net), "--calib", str(calib), "--calib-size",
-                                 "48", "--activations", "int8", "--out", str(out)])
+    r = CliRunner().invoke(app, ["quantize", str(float_net_b2c16), "--calib", str(calib_positions),
+                                 "--calib-size", "48", "--activations", "int8", "--out",
+                                 str(out)])
     assert r.exit_code == 0, r.output
     scheme = QuantScheme.from_dict(read_checkpoint(out).config.quantization)
     assert scheme.activations == "int8"
@@ -157,12 +147,13 @@ def test_int8_activations_for_tensorrt_and_the_exported_file(net, calib, tmp_pat
     a = load_evaluator(out, backend="numpy", cache=False).evaluate(states)
     b = load_evaluator(onnx_file, cache=False).evaluate(states)
     assert max(float(np.abs(x.policy - y.policy).max()) for x, y in zip(a, b, strict=True)) < 0.02
-    r = CliRunner().invoke(app, ["export", str(net), "--format", "onnx", "--precision", "int8",
-                                 "--out", str(tmp_path / "x.onnx")])
+    r = CliRunner().invoke(app, ["export", str(float_net_b2c16), "--format", "onnx",
+                                 "--precision", "int8", "--out", str(tmp_path / "x.onnx")])
     assert r.exit_code == 2 and "kosumi quantize" in r.output
 
 
-def test_quantized_outputs_run_as_one_int8_op_in_onnx_runtime(net, qnet, calib, tmp_path):
+def test_quantized_outputs_run_as_one_int8_op_in_onnx_runtime(float_net_b2c16, int8_net_b2c16,
+                                                              calib_positions, tmp_path):
     """``--quantize-outputs on``: every int8 layer requantizes its output, also where only float
     ops read it. ONNX Runtime's own optimizer is the oracle for what that buys: in its
     optimized graph no int8 layer is left as a float Conv/Gemm (DQ-Conv without a Q after it
@@ -174,8 +165,9 @@ def test_quantized_outputs_run_as_one_int8_op_in_onnx_runtime(net, qnet, calib, 
     from kosumi.nets.quant import integer_plan
 
     out = tmp_path / "qo.safetensors"
-    r = CliRunner().invoke(app, ["quantize", str(net), "--calib", str(calib), "--calib-size",
-                                 "96", "--quantize-outputs", "on", "--out", str(out)])
+    r = CliRunner().invoke(app, ["quantize", str(float_net_b2c16), "--calib", str(calib_positions),
+                                 "--calib-size", "96", "--quantize-outputs", "on", "--out",
+                                 str(out)])
     assert r.exit_code == 0, r.output
 
     def float_ops_in_ort(model: Path) -> tuple[int, int]:
@@ -198,9 +190,9 @@ def test_quantized_outputs_run_as_one_int8_op_in_onnx_runtime(net, qnet, calib, 
     assert int_steps and all(st.requant for st in int_steps)
     kept_float = sum(1 for n in graph.weighted() if scheme.layers[n.name] == "float")
     float_on, int_on = float_ops_in_ort(out)
-    float_auto, int_auto = float_ops_in_ort(qnet)
+    float_auto, int_auto = float_ops_in_ort(int8_net_b2c16)
     assert float_on == kept_float < float_auto and int_on == len(int_steps) > int_auto
-    auto = QuantScheme.from_dict(read_checkpoint(qnet).config.quantization)
+    auto = QuantScheme.from_dict(read_checkpoint(int8_net_b2c16).config.quantization)
     auto_plan = integer_plan(inference_graph(q.config), auto.layers, auto.acts)
     assert auto.info.get("quantize_outputs") is False
     assert not all(st.requant for st in auto_plan.steps
@@ -209,12 +201,12 @@ def test_quantized_outputs_run_as_one_int8_op_in_onnx_runtime(net, qnet, calib, 
     a = load_evaluator(out, backend="numpy", cache=False).evaluate(states)
     b = load_evaluator(out, backend="onnxruntime", cache=False).evaluate(states)
     assert max(float(np.abs(x.policy - y.policy).max()) for x, y in zip(a, b, strict=True)) < 0.02
-    r = CliRunner().invoke(app, ["quantize", str(net), "--calib", str(calib),
+    r = CliRunner().invoke(app, ["quantize", str(float_net_b2c16), "--calib", str(calib_positions),
                                  "--quantize-outputs", "maybe", "--out", str(tmp_path / "x")])
     assert r.exit_code == 2 and "--quantize-outputs maybe" in r.output
 
 
-def test_katago_int8_against_katago_itself(calib, katago_model, reference_positions,
+def test_katago_int8_against_katago_itself(calib_positions, katago_model, reference_positions,
                                           tmp_path):
     """KataGo's g170 net quantized to int8 (every layer int8 but the value head, which
     --keep-float names), judged against the real KataGo engine's outputs."""
@@ -225,7 +217,8 @@ def test_katago_int8_against_katago_itself(calib, katago_model, reference_positi
     model = katago_model
     out = tmp_path / "g170-int8.safetensors"
     quantize_model(model, out, QuantizeOptions(keep_float=["v2", "v3", "sv3", "own"],
-                                               sensitivity=False), calib=calib, calib_limit=64)
+                                               sensitivity=False),
+                   calib=calib_positions, calib_limit=64)
     refs = reference_positions[::3]
     states = [replay_reference(r) for r in refs]
     got = load_evaluator(out, backend="numpy", cache=False).evaluate(states)

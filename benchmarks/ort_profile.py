@@ -1,0 +1,62 @@
+"""Where ONNX Runtime spends a forward pass: the share of each op type in its own profile.
+
+Shows whether an int8 model really runs in int8 kernels (QLinearConv, QGemm) or falls back to
+float Conv (a DQ-Conv without a Q after it is not fused). One thread, random 0/1 inputs.
+
+    python benchmarks/ort_profile.py g170-fp32.onnx g170-int8.onnx --batch 64 --size 9
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+
+def profile(path: str, batch: int, size: int, calls: int) -> dict:
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.enable_profiling = True
+    so.profile_file_prefix = str(Path(tempfile.mkdtemp()) / "ort")
+    session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for i in session.get_inputs():
+        shape = [batch] + [d if isinstance(d, int) else size for d in i.shape[1:]]
+        feeds[i.name] = (rng.random(shape) > 0.5).astype(np.float32)
+    for _ in range(3):
+        session.run(None, feeds)
+    t = time.perf_counter()
+    for _ in range(calls):
+        session.run(None, feeds)
+    ms = (time.perf_counter() - t) / calls * 1e3
+    events = json.loads(Path(session.end_profiling()).read_text())
+    per_op: collections.Counter = collections.Counter()
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            per_op[e["args"]["op_name"]] += e["dur"]
+    total = sum(per_op.values()) or 1
+    return {"model": path, "ms_per_batch": round(ms, 2),
+            "op_share": {op: round(100 * d / total, 1) for op, d in per_op.most_common(8)}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--size", type=int, default=9)
+    ap.add_argument("--calls", type=int, default=10)
+    args = ap.parse_args()
+    print(json.dumps([profile(m, args.batch, args.size, args.calls) for m in args.models],
+                     indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

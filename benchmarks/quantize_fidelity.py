@@ -152,6 +152,9 @@ def main() -> int:
     ap.add_argument("--qat-steps", type=int, default=500)
     ap.add_argument("--qat-lr", type=float, default=1e-4)
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the QAT run")
+    ap.add_argument("--save-onnx", type=Path, metavar="DIR",
+                    help="keep the three ONNX files (fp32, kosumi int8, quantize_static) in DIR "
+                         "(for benchmarks/ort_profile.py)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if not args.reference.exists():
@@ -216,6 +219,11 @@ def main() -> int:
             fp32 = peer.with_suffix(".fp32.onnx")
             report["speed_evals_per_s"] = speed({"fp32": fp32, "kosumi_int8": kosumi_onnx,
                                                  "quantize_static": peer})
+            if args.save_onnx:
+                args.save_onnx.mkdir(parents=True, exist_ok=True)
+                for name, f in (("fp32", fp32), ("kosumi-int8", kosumi_onnx),
+                                ("quantize-static", peer)):
+                    (args.save_onnx / f"{name}.onnx").write_bytes(f.read_bytes())
     return emit(report, args.out)
 
 

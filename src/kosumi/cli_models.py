@@ -130,6 +130,11 @@ def quantize_command(
                                    "the labels' teacher targets (teacher)."),
     qat_batch: int = typer.Option(128, "--qat-batch", min=1, help="QAT: positions per step."),
     lr: float = typer.Option(1e-4, "--lr", help="QAT: peak learning rate (cosine decay)."),
+    qat_scales: str = typer.Option("learn", "--qat-scales", help="QAT: learn the activation "
+                                   "scales with the weights (learn: LSQ) or keep calibration's "
+                                   "(fixed)."),
+    qat_scale_lr: float = typer.Option(0.1, "--qat-scale-lr", help="QAT: the learned scales' "
+                                       "learning rate, as a share of --lr."),
     seed: int = typer.Option(0, "--seed", help="QAT: seed of the batch order."),
     threads: int | None = typer.Option(None, "--threads", min=1, help="QAT: torch threads."),
     resume: bool = typer.Option(False, "--resume", help="QAT: continue the run saved beside "
@@ -158,12 +163,17 @@ def quantize_command(
         fail(f"--weight-range {weight_range}: use 1..127")
     if qat and data is None:
         fail("--qat needs --data LABELS (a label folder)")
+    if qat_scales not in ("learn", "fixed"):
+        fail(f"--qat-scales {qat_scales}: use learn or fixed")
+    if not qat_scale_lr > 0:
+        fail(f"--qat-scale-lr {qat_scale_lr}: give a positive share of --lr")
     qat_options = None
     if qat:
         from kosumi.quantize.qat import QatOptions
 
         qat_options = QatOptions(steps=steps, batch=qat_batch, lr=lr, target=qat_target,
-                                 seed=seed, threads=threads, stop_after=stop_after)
+                                 seed=seed, threads=threads, stop_after=stop_after,
+                                 learn_scales=qat_scales == "learn", scale_lr=qat_scale_lr)
     try:
         report, nbytes = quantize_model(model, out, options, calib=calib, calib_limit=calib_size,
                                         progress=lambda m: typer.echo(m, err=True),

@@ -103,3 +103,14 @@ def test_kata_info_line_by_hand():
     empty = SearchResult(moves=[], root_winrate=0.5, visits=0, elapsed=0.0,
                          ownership=np.zeros(2))
     assert info_line("kata", empty, 19, AnalyzeOptions(ownership=True)) == ""
+
+
+def test_a_nan_lcb_prints_as_zero_in_both_styles():
+    d4 = vertex_to_point("D4", 19)
+    nan = float("nan")
+    res = SearchResult(moves=[MoveInfo(d4, 3, nan, 0.5, nan, [d4], None)], root_winrate=nan,
+                       visits=3, elapsed=0.1, ownership=None)
+    assert info_line("kata", res, 19, AnalyzeOptions()) == (
+        "info move D4 visits 3 winrate 0.000000 prior 0.500000 lcb 0.000000 order 0 pv D4")
+    assert info_line("lz", res, 19, AnalyzeOptions()) == (
+        "info move D4 visits 3 winrate 0 prior 5000 lcb 0 order 0 pv D4")

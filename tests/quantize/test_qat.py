@@ -19,7 +19,7 @@ from kosumi.nets.features import get_feature_set
 from kosumi.nets.fold import fold_batchnorm
 from kosumi.nets.graph import inference_graph
 from kosumi.nets.quant import integer_plan, scheme_of
-from kosumi.quantize.qat import FakeQuantGraph
+from kosumi.quantize.qat import FakeQuantGraph, fake_quant_weight
 from kosumi.runtime.agreement import kl
 from kosumi.runtime.bench import bench_states
 from kosumi.runtime.numpy_int8 import Int8NumpyBackend
@@ -63,6 +63,16 @@ def dequantized(q) -> dict[str, np.ndarray]:
     return out
 
 
+def assert_same_outputs(model: FakeQuantGraph, q, planes: np.ndarray, glob: np.ndarray) -> None:
+    """The fake-quantized graph and the integer backend give the same policy and value."""
+    with torch.no_grad():
+        fake = model(torch.from_numpy(planes), torch.from_numpy(glob))
+    real = Int8NumpyBackend(q.config, q.tensors).forward(planes, glob)
+    for k in ("policy", "value"):  # equal but for a rare 1-LSB rounding (float vs fixed point)
+        d = np.abs(fake[k].numpy() - real[k])
+        assert d.max() < 0.05 and np.mean(d < 1e-3) > 0.99, (k, d.max())
+
+
 def test_fake_quant_graph_is_the_integer_arithmetic(setup):
     root, net, pos = setup
     out = root / "ptq.safetensors"
@@ -73,12 +83,7 @@ def test_fake_quant_graph_is_the_integer_arithmetic(setup):
     acts = {v: scheme.acts[plan.shared.get(v, v)] for v in plan.quantized}
     model = FakeQuantGraph(q.config, dequantized(q), scheme.layers, acts, scheme.weight_max)
     planes, glob = get_feature_set("basic").encode(bench_states(9, 12, seed=31))
-    with torch.no_grad():
-        fake = model(torch.from_numpy(planes), torch.from_numpy(glob))
-    real = Int8NumpyBackend(q.config, q.tensors).forward(planes, glob)
-    for k in ("policy", "value"):  # equal but for a rare 1-LSB rounding (float vs fixed point)
-        d = np.abs(fake[k].numpy() - real[k])
-        assert d.max() < 0.05 and np.mean(d < 1e-3) > 0.99, (k, d.max())
+    assert_same_outputs(model, q, planes, glob)
     # and without quantization it is the float net (the unfolded torch module as the oracle)
     ckpt = read_checkpoint(net)
     plain = FakeQuantGraph(ckpt.config, fold_batchnorm(ckpt.config, ckpt.tensors),
@@ -144,3 +149,80 @@ def test_teacher_targets_need_labels(setup, tmp_path):
     r = CliRunner().invoke(app, ["quantize", str(net), "--calib", str(pos), "--resume",
                                  "--out", str(tmp_path / "y")])
     assert r.exit_code == 2 and "--resume continues a QAT run" in r.output
+
+
+def test_a_learned_scale_gets_lsq_gradients_by_hand():
+    """d y / d s of y = (clamp(round(x / s) + z) - z) * s: round(x / s) - x / s inside the
+    range, the clamp bound minus z outside (Esser et al., LSQ); d y / d x is 1 inside, 0 out."""
+    from kosumi.nets.quant import ActQuant
+    from kosumi.quantize.qat import fake_quant_act
+
+    x = torch.tensor([0.33, 1.0, 30.0, -0.2], dtype=torch.float64, requires_grad=True)
+    s = torch.tensor(0.1, dtype=torch.float64, requires_grad=True)
+    y = fake_quant_act(x, ActQuant(scale=99.0, dtype="uint8"), s)  # the tensor wins
+    np.testing.assert_allclose(y.detach().numpy(), [0.3, 1.0, 25.5, 0.0], atol=1e-12)
+    grads = []
+    for i in range(4):
+        gx, gs = torch.autograd.grad(y[i], (x, s), retain_graph=True)
+        grads.append((float(gx[i]), float(gs)))
+    np.testing.assert_allclose(grads, [(1, 3 - 3.3), (1, 0), (0, 255), (0, 0)], atol=1e-9)
+    # a signed value stored as uint8 (zero point 128): below the range the bound is 0 - 128
+    x2 = torch.tensor([-20.0, -0.26], dtype=torch.float64)
+    y2 = fake_quant_act(x2, ActQuant(scale=1.0, dtype="uint8", zero_point=128), s)
+    g = [float(torch.autograd.grad(y2[i], s, retain_graph=True)[0]) for i in range(2)]
+    np.testing.assert_allclose(g, [-128, -3 + 2.6], atol=1e-9)
+
+
+def test_the_written_net_is_the_trained_one_with_its_learned_scales(setup, tmp_path):
+    """The QAT state file (the trained torch graph: weights and log-scales, saved as training
+    went) is an independent record of what was trained: its weights quantize to the written
+    int8 weights, and with its learned scales the fake-quantized graph computes what the
+    written net computes on the integer backend. With --qat-scales fixed the scales are
+    calibration's, as in the PTQ net."""
+    from kosumi.distill.train_state import read_training_state
+    from kosumi.nets.quant import ActQuant
+
+    _, net, pos = setup
+    ptq, qat, fixed = (tmp_path / f"{k}.safetensors" for k in ("ptq", "qat", "fixed"))
+    quantize([str(net), "--calib", str(pos), "--keep-float", "none", "--out", str(ptq)])
+    common = [str(net), "--keep-float", "none", "--qat", "--data", str(pos), "--steps", "40",
+              "--lr", "1e-2"]
+    quantize([*common, "--out", str(qat)])
+    quantize([*common, "--qat-scales", "fixed", "--out", str(fixed)])
+    calibrated = scheme_of(read_checkpoint(ptq).config).acts
+    learned = scheme_of(read_checkpoint(qat).config).acts
+    assert {k: a.scale for k, a in scheme_of(read_checkpoint(fixed).config).acts.items()} == \
+        {k: a.scale for k, a in calibrated.items()}
+    moved = [abs(np.log(learned[k].scale / calibrated[k].scale)) for k in calibrated]
+    assert max(moved) > 0.01, moved  # lr 1e-2 x 40 steps moves log-scales visibly
+
+    saved, tensors = read_training_state(Path(str(qat) + ".qat-state"))
+    q = read_checkpoint(qat)
+    deq = dequantized(q)
+    trained = {k[len("model/p."):].replace("__", "."): v for k, v in tensors.items()
+               if k.startswith("model/p.")}
+    for name, w in trained.items():  # the trained weights are what the int8 net holds
+        if name.endswith(".weight") and q.tensors[name].dtype == np.int8:
+            np.testing.assert_allclose(fake_quant_weight(w, saved["weight_max"]).numpy(),
+                                       deq[name], rtol=1e-5, atol=1e-7)
+    state_scales = {k[len("model/log_scales."):].replace("__", "."): float(torch.exp(v))
+                    for k, v in tensors.items() if k.startswith("model/log_scales.")}
+    assert state_scales and state_scales.keys() <= learned.keys()
+    acts = {k: ActQuant(**{**v, "scale": state_scales.get(k, v["scale"])})
+            for k, v in saved["acts"].items()}
+    model = FakeQuantGraph(q.config, deq, saved["layers"], acts, saved["weight_max"])
+    planes, glob = get_feature_set("basic").encode(bench_states(9, 12, seed=41))
+    assert_same_outputs(model, q, planes, glob)
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--qat-scales", "maybe", "--qat-scales maybe: use learn or fixed"),
+    ("--qat-scale-lr", "0", "--qat-scale-lr 0.0: give a positive share of --lr"),
+])
+def test_bad_scale_options_are_one_line_errors(setup, tmp_path, flag, value, says):
+    _, net, pos = setup
+    out = tmp_path / "x.safetensors"
+    r = CliRunner().invoke(app, ["quantize", str(net), "--qat", "--data", str(pos), flag, value,
+                                 "--out", str(out)])
+    assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
+    assert not out.exists()

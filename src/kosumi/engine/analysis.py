@@ -67,7 +67,7 @@ def info_line(style: str, result: SearchResult, size: int,
     for order, mi in enumerate(moves):
         v = gtp.format_vertex(mi.move, size)
         pv = " ".join(gtp.format_vertex(m, size) for m in (mi.pv or [mi.move]))
-        lcb = min(max(mi.lcb, 0.0), 1.0)
+        lcb = unit(mi.lcb)  # NaN (a NaN from the net) prints as 0, like the win rate
         if style == "lz":
             parts.append(
                 f"info move {v} visits {mi.visits} winrate {permyriad(mi.winrate)}"

@@ -71,10 +71,10 @@ def quantize_model(source: str | os.PathLike[str], out: str | os.PathLike[str],
             if progress:
                 progress(f"QAT: {qopts.steps} steps on {data.count} positions of {qat_data} "
                          f"(target: {qopts.target}); state in {state}")
-            trained, summary = run_qat(ckpt.config, folded, layers, acts, weight_max, data,
-                                       qopts, state, resume=resume, progress=progress_bar,
-                                       say=progress)
-            return trained, {**summary, "data": str(qat_data)}
+            trained, learned, summary = run_qat(ckpt.config, folded, layers, acts, weight_max,
+                                                data, qopts, state, resume=resume,
+                                                progress=progress_bar, say=progress)
+            return trained, learned, {**summary, "data": str(qat_data)}
     elif resume:
         raise KosumiError("--resume continues a QAT run: give --qat --data LABELS")
     if zero and options.bits != 8:

@@ -400,8 +400,9 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
                  source: str = "model", progress: Any = None,
                  qat: Any = None) -> tuple[Checkpoint, QuantizeReport]:
     """See the module docstring. ``progress(message)`` is called between steps. ``qat``: a
-    callable (folded, layers, acts, weight_max) -> (trained folded, summary) run after the
-    layers and activation scales are chosen (``quantize.qat``)."""
+    callable (folded, layers, acts, weight_max) -> (trained folded, learned activation
+    quantizers, summary) run after the layers and activation scales are chosen
+    (``quantize.qat``)."""
     say = progress or (lambda message: None)
     _check_float_net(ckpt, source)
     config = ckpt.config
@@ -457,7 +458,8 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
     if qat is not None:
         plan_acts = {v: acts_all[v] for v in integer_plan(graph, layers, outputs).quantized
                      if v in acts_all}
-        folded, info["qat"] = qat(folded, layers, plan_acts, weight_max)
+        folded, learned, info["qat"] = qat(folded, layers, plan_acts, weight_max)
+        acts_all = {**acts_all, **learned}
         means = None  # the trained weights already answer for their own rounding
     q = build_quantized(config, folded, layers, acts_all, weight_max, info, means, outputs)
     from kosumi.runtime.numpy_int8 import Int8NumpyBackend

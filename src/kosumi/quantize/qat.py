@@ -5,15 +5,18 @@ tensors, with every weight of an int8 layer fake-quantized per output channel (t
 the weight's current range, as ``kosumi quantize`` will compute it) and every value the integer
 plan quantizes fake-quantized with the scheme's fixed scale and zero point: y = (clamp(round(x /
 s) + z) - z) * s, the gradient passed straight through inside the clamp range and zero outside
-(the straight-through estimator). ReLUs fused into a uint8 output are ReLUs here.
+(the straight-through estimator). ReLUs fused into a uint8 output are ReLUs here. The
+activation scales start from calibration and are learned with the weights (LSQ: the scale's
+gradient comes through the same formula; learned as log s, so they stay positive), unless
+``learn_scales`` is off.
 
 ``run_qat`` fine-tunes it on a label folder (``kosumi label``): the loss is distill's KD loss
 (policy KL, value cross-entropy, ownership and score terms) against the teacher's targets, or
 against the float net's own outputs (``target="float"``: self-distillation, the labels' positions
 only). Like distill it is resumable: the state (weights, Adam moments, RNG) is saved atomically
 every ``save_every`` steps beside the output, and ``resume=True`` continues exactly. The result
-is quantized again with the same scheme (the same activation scales; the weight scales of the
-trained weights): ``kosumi quantize MODEL --bits 8 --qat --data LABELS --steps N --out Q``.
+is quantized again with the same scheme (the learned activation scales; the weight scales of
+the trained weights): ``kosumi quantize MODEL --bits 8 --qat --data LABELS --steps N --out Q``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import hashlib
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -57,10 +60,14 @@ class _RoundSTE(torch.autograd.Function):
         return grad
 
 
-def fake_quant_act(x: torch.Tensor, act: ActQuant) -> torch.Tensor:
-    """(clamp(round(x / s) + z) - z) * s, straight-through inside the clamp range."""
-    q = _RoundSTE.apply(x / act.scale) + act.zero_point
-    return (torch.clamp(q, act.qmin, act.qmax) - act.zero_point) * act.scale
+def fake_quant_act(x: torch.Tensor, act: ActQuant, scale: torch.Tensor | None = None
+                   ) -> torch.Tensor:
+    """(clamp(round(x / s) + z) - z) * s, straight-through inside the clamp range. ``scale``: a
+    learned s (a tensor) in place of the scheme's; its gradient is then LSQ's (Esser et al.
+    2020): (q - z) - x / s inside the range, the clamp bound minus z outside it."""
+    s = act.scale if scale is None else scale
+    q = _RoundSTE.apply(x / s) + act.zero_point
+    return (torch.clamp(q, act.qmin, act.qmax) - act.zero_point) * s
 
 
 def fake_quant_weight(w: torch.Tensor, weight_max: int) -> torch.Tensor:
@@ -76,11 +83,17 @@ class FakeQuantGraph(nn.Module):
     docstring); ``quantize=False`` runs it in plain float (the float net, for targets)."""
 
     def __init__(self, config: NetConfig, folded: dict[str, np.ndarray], layers: dict[str, str],
-                 acts: dict[str, ActQuant], weight_max: int, quantize: bool = True):
+                 acts: dict[str, ActQuant], weight_max: int, quantize: bool = True,
+                 learn_scales: bool = False):
         super().__init__()
         self.graph = inference_graph(config)
         plan = integer_plan(self.graph, layers, acts)
-        self.acts = {v: acts[plan.shared.get(v, v)] for v in plan.quantized}
+        self.source = {v: plan.shared.get(v, v) for v in plan.quantized}
+        self.acts = {v: acts[src] for v, src in self.source.items()}
+        # the activation scales, learned (as log s) when asked; a flatten shares its input's
+        self.log_scales = nn.ParameterDict({_key(src): nn.Parameter(
+            torch.tensor(math.log(acts[src].scale), dtype=torch.float32))
+            for src in sorted(set(self.source.values()))} if learn_scales else {})
         self.int_layers = {n for n, m in layers.items() if m == "int8"}
         self.weight_max = weight_max
         self.quantize = quantize
@@ -94,6 +107,20 @@ class FakeQuantGraph(nn.Module):
         return {k.replace("__", "."): v.detach().cpu().numpy().astype(np.float32)
                 for k, v in self.p.items()}
 
+    def learned_acts(self) -> dict[str, ActQuant]:
+        """The activation quantizers with the learned scales (empty unless learn_scales)."""
+        out = {}
+        for v, src in self.source.items():
+            if _key(src) in self.log_scales:
+                scale = float(torch.exp(self.log_scales[_key(src)].detach()))
+                out[src] = replace(self.acts[v], scale=scale)
+        return out
+
+    def _fake_quant(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        key = _key(self.source[name])
+        scale = torch.exp(self.log_scales[key]) if key in self.log_scales else None
+        return fake_quant_act(x, self.acts[name], scale)
+
     def _weight(self, name: str) -> torch.Tensor:
         w = self.tensor(f"{name}.weight")
         return fake_quant_weight(w, self.weight_max) if self.quantize and \
@@ -106,11 +133,11 @@ class FakeQuantGraph(nn.Module):
             v["globals"] = globals
         for name in ("planes", "globals"):
             if self.quantize and name in self.acts and name in v:
-                v[name] = fake_quant_act(v[name], self.acts[name])
+                v[name] = self._fake_quant(v[name], name)
         for n in self.graph.nodes:
             y = self._op(n, [v[x] for x in n.inputs])
             if self.quantize and n.output in self.acts:
-                y = fake_quant_act(y, self.acts[n.output])
+                y = self._fake_quant(y, n.output)
             v[n.output] = y
         return {k: v[name] for k, name in self.graph.outputs.items()}
 
@@ -163,6 +190,8 @@ class QatOptions:
     score_weight: float = 0.1
     threads: int | None = None
     stop_after: int | None = None  # stop this invocation after K steps (then resume)
+    learn_scales: bool = True  # learn the activation scales too (LSQ), not only the weights
+    scale_lr: float = 0.1  # the log-scales' learning rate, as a share of ``lr``
 
 
 class QatStopped(Exception):
@@ -298,11 +327,23 @@ def _float_targets(config: NetConfig, out: dict[str, torch.Tensor], legal: torch
     return {"policy": policy, "value": value, "ownership": own, "score": lead}
 
 
+def _optimizer(model: FakeQuantGraph, options: QatOptions) -> torch.optim.Optimizer:
+    """Adam over the weights and (at ``scale_lr`` of the rate) the log-scales; each group's
+    ``rate`` scales the schedule's learning rate."""
+    groups: list[dict[str, Any]] = [{"params": list(model.p.parameters()), "rate": 1.0}]
+    if len(model.log_scales):
+        groups.append({"params": list(model.log_scales.parameters()),
+                       "rate": options.scale_lr})
+    return torch.optim.Adam(groups, lr=options.lr)
+
+
 def run_qat(config: NetConfig, folded: dict[str, np.ndarray], layers: dict[str, str],
             acts: dict[str, ActQuant], weight_max: int, data: QatData, options: QatOptions,
             state_path: Path, resume: bool = False, progress: bool = False,
-            say: Any = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Fine-tune (see the module docstring): (the trained folded tensors, a summary)."""
+            say: Any = None
+            ) -> tuple[dict[str, np.ndarray], dict[str, ActQuant], dict[str, Any]]:
+    """Fine-tune (see the module docstring): (the trained folded tensors, the learned
+    activation quantizers (empty with ``learn_scales`` off), a summary)."""
     from kosumi.distill.train_state import (
         load_training_state,
         read_training_state,
@@ -318,11 +359,12 @@ def run_qat(config: NetConfig, folded: dict[str, np.ndarray], layers: dict[str, 
     if options.threads:
         torch.set_num_threads(int(options.threads))
     torch.manual_seed(options.seed)
-    model = FakeQuantGraph(config, folded, layers, acts, weight_max)
+    model = FakeQuantGraph(config, folded, layers, acts, weight_max,
+                           learn_scales=options.learn_scales)
     float_net = FakeQuantGraph(config, folded, layers, acts, weight_max, quantize=False).eval()
     for p in float_net.parameters():
         p.requires_grad_(False)
-    optimizer = torch.optim.Adam(model.parameters(), lr=options.lr)
+    optimizer = _optimizer(model, options)
     identity = {"options": asdict(options), "data_hash": data.content_hash,
                 "layers": layers, "acts": {k: v.to_dict() for k, v in acts.items()},
                 "weight_max": weight_max}
@@ -367,7 +409,7 @@ def run_qat(config: NetConfig, folded: dict[str, np.ndarray], layers: dict[str, 
             model.train()
             lr = options.lr * 0.5 * (1 + math.cos(math.pi * step / options.steps))
             for group in optimizer.param_groups:
-                group["lr"] = lr
+                group["lr"] = lr * group["rate"]
             loss, parts = qat_loss(config, model(x, g), legal, targets, options)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -387,7 +429,12 @@ def run_qat(config: NetConfig, folded: dict[str, np.ndarray], layers: dict[str, 
                "batch": options.batch, "positions": data.count,
                "final_loss_terms": {k: float(np.mean([h[k] for h in tail if k in h]))
                                     for k in (tail[0] if tail else {})}}
-    return model.folded(), summary
+    learned = model.learned_acts()
+    if learned:
+        moved = [abs(math.log(a.scale / acts[k].scale)) for k, a in learned.items()]
+        summary["scales_learned"] = len(learned)
+        summary["largest_scale_change"] = round(math.exp(max(moved)), 3)
+    return model.folded(), learned, summary
 
 
 def trained_only(folded: dict[str, np.ndarray], config: NetConfig) -> dict[str, np.ndarray]:

@@ -41,7 +41,7 @@ from kosumi.runtime import NetEvaluator, load_evaluator
 from kosumi.runtime.agreement import agreement, evaluate_all, kl, raw_nn_policy, same_top_move
 from kosumi.runtime.analyze import position_from_json
 from kosumi.runtime.evaluator import same_size_chunks
-from kosumi.runtime.onnxruntime_backend import OnnxRuntimeBackend
+from kosumi.runtime.onnxruntime_backend import OnnxRuntimeBackend, int8_weight_type
 from kosumi.runtime.options import LoadOptions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,8 +65,10 @@ def against_teacher(records, got) -> dict:
     return rows
 
 
-def quantize_static_peer(model: str, calib_states, out: Path) -> Path:
-    """kosumi's fp32 ONNX of ``model`` quantized by ONNX Runtime's quantize_static."""
+def quantize_static_peer(model: str, calib_states, out: Path, reduce_range: bool = False
+                         ) -> Path:
+    """kosumi's fp32 ONNX of ``model`` quantized by ONNX Runtime's quantize_static
+    (``reduce_range``: its 7-bit weights, its advice for x86 CPUs without VNNI)."""
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -96,7 +98,8 @@ def quantize_static_peer(model: str, calib_states, out: Path) -> Path:
 
     quantize_static(str(fp32), str(out), Reader(), quant_format=QuantFormat.QDQ,
                     per_channel=True, activation_type=QuantType.QUInt8,
-                    weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax)
+                    weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax,
+                    reduce_range=reduce_range)
     return out
 
 
@@ -146,6 +149,10 @@ def main() -> int:
     ap.add_argument("--calib-size", type=int, default=512)
     ap.add_argument("--method", default="mse")
     ap.add_argument("--keep-float", default="auto")
+    ap.add_argument("--weight-range", type=int, help="kosumi's largest int8 weight (default: "
+                    "this CPU's choice, 127, or 63 on x86 without VNNI)")
+    ap.add_argument("--peer-reduce-range", action="store_true",
+                    help="quantize_static with reduce_range=True (7-bit weights)")
     ap.add_argument("--reference", type=Path, default=REFERENCE)
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--qat-data", help="also a QAT run on this label or positions folder")
@@ -168,20 +175,25 @@ def main() -> int:
     keep = args.keep_float if args.keep_float in ("auto", "none") else args.keep_float.split(",")
     report: dict = {"model": args.model, "calibration": args.calib,
                     "calibration_positions": args.calib_size,
-                    "kosumi_options": {"method": args.method, "keep_float": args.keep_float}}
+                    "kosumi_options": {"method": args.method, "keep_float": args.keep_float,
+                                       "weight_range": args.weight_range},
+                    "quantize_static_reduce_range": args.peer_reduce_range}
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         q = tmp_path / "kosumi-int8.safetensors"
         t = time.perf_counter()
-        rep, nbytes = quantize_model(args.model, q, QuantizeOptions(method=args.method,
-                                                                     keep_float=keep),
+        options = QuantizeOptions(method=args.method, keep_float=keep,
+                                  weight_max=args.weight_range)
+        rep, nbytes = quantize_model(args.model, q, options,
                                      calib=args.calib, calib_limit=args.calib_size)
         report["kosumi_quantize_seconds"] = round(time.perf_counter() - t, 1)
         report["kosumi_kept_float"] = rep.scheme.info.get("keep_float")
+        report["kosumi_weight_max"] = rep.scheme.weight_max
         report["kosumi_bytes"] = nbytes
         calib_states = read_calibration(args.calib, args.calib_size)
         t = time.perf_counter()
-        peer = quantize_static_peer(args.model, calib_states, tmp_path / "static.onnx")
+        peer = quantize_static_peer(args.model, calib_states, tmp_path / "static.onnx",
+                                    args.peer_reduce_range)
         report["quantize_static_seconds"] = round(time.perf_counter() - t, 1)
         _, ckpt = read_model(args.model)
         peer_ev = NetEvaluator(OnnxRuntimeBackend(peer, LoadOptions()), ckpt.config,
@@ -196,7 +208,7 @@ def main() -> int:
 
             qq = tmp_path / "kosumi-qat.safetensors"
             t = time.perf_counter()
-            quantize_model(args.model, qq, QuantizeOptions(method=args.method, keep_float=keep),
+            quantize_model(args.model, qq, options,
                            calib=args.calib, calib_limit=args.calib_size, qat_data=args.qat_data,
                            qat_options=QatOptions(steps=args.qat_steps, lr=args.qat_lr,
                                                   threads=args.threads))
@@ -215,7 +227,9 @@ def main() -> int:
         if not args.no_speed:
             kosumi_onnx = tmp_path / "kosumi-int8.onnx"
             _, qck = read_model(q)
-            kosumi_onnx.write_bytes(onnx_bytes(qck.config, qck.tensors))
+            weights = int8_weight_type(qck.config)  # as the backend would run it here
+            report["kosumi_int8_weights"] = weights
+            kosumi_onnx.write_bytes(onnx_bytes(qck.config, qck.tensors, int8_weights=weights))
             fp32 = peer.with_suffix(".fp32.onnx")
             report["speed_evals_per_s"] = speed({"fp32": fp32, "kosumi_int8": kosumi_onnx,
                                                  "quantize_static": peer})

@@ -102,6 +102,22 @@ def int8_net_b2c16(float_net_b2c16, calib_positions, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def int8_net_127(float_net_b2c16, calib_positions, tmp_path_factory) -> Path:
+    """``float_net_b2c16`` quantized with weights in +-127 whatever this CPU is (x86 without
+    VNNI would choose +-63)."""
+    from typer.testing import CliRunner
+
+    from kosumi.cli import app
+
+    out = tmp_path_factory.mktemp("q127") / "b2c16-127.safetensors"
+    r = CliRunner().invoke(app, ["quantize", str(float_net_b2c16), "--calib",
+                                 str(calib_positions), "--calib-size", "96", "--weight-range",
+                                 "127", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+@pytest.fixture(scope="session")
 def init_b1c8(tmp_path_factory) -> Path:
     """A b1c8 net for 9x9 and 19x19 made by ``kosumi init`` (seed 4)."""
     from helpers import cli

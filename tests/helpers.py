@@ -58,11 +58,16 @@ def shared_path(relative: str) -> Path:
     return path
 
 
+#: the Debian package of each peer program the tests run (``.ci/run`` installs them)
+PACKAGES = {"gnugo": "gnugo", "leelaz": "leela-zero", "chromium": "chromium"}
+
+
 def require_program(path: str) -> str:
     """A peer program (e.g. /usr/games/gnugo), or skip/fail when it is not installed."""
     found = path if os.access(path, os.X_OK) else shutil.which(Path(path).name)
     if not found:
-        missing(f"{path} is not installed (apt-get install gnugo leela-zero)")
+        package = PACKAGES.get(Path(path).name, Path(path).name)
+        missing(f"{path} is not installed (apt-get install {package})")
     return found
 
 

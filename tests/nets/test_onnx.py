@@ -171,37 +171,32 @@ def test_gtp_on_an_onnx_file_answers_genmove(tmp_path):
 
 
 
-def test_onnxruntime_int8_run_matches_the_integer_reference(int8_net_b2c16):
-    """Every quantized activation of ONNX Runtime's run of the exported Q/DQ graph against the
-    integer reference on the same inputs: equal, or 1 LSB apart."""
-    from kosumi.nets.graph import inference_graph
-    from kosumi.nets.onnx import _QdqBuilder, onnx_model
-
-    q = read_checkpoint(int8_net_b2c16)
-    model = onnx_model(q.config, q.tensors)
-    builder = _QdqBuilder(inference_graph(q.config), q.tensors, q.config)
-    builder.run({"planes": "planes", "globals": "globals"})
-    for name in builder.qvals.values():  # expose every quantized tensor
-        model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    ref = Int8NumpyBackend(q.config, q.tensors)
-    fused = {n.op_type for n in onnx.load_from_string(model.SerializeToString()).graph.node}
-    assert {"QuantizeLinear", "DequantizeLinear", "Conv"} <= fused
-    compared = 0
-    for size in (9, 19):
-        planes, glob = get_feature_set("basic").encode(bench_states(size, 6, seed=size))
-        outs = dict(zip([o.name for o in sess.get_outputs()],
-                        sess.run(None, {"planes": planes, "globals": glob}), strict=True))
-        values = ref._run(planes, glob)
-        for value, name in builder.qvals.items():
-            mine = values.get(value)
-            if not isinstance(mine, tuple):
-                continue
-            qa = mine[0] if mine[0].ndim != 4 else mine[0].transpose(0, 3, 1, 2)
-            diff = np.abs(qa.astype(np.int64) - outs[name].astype(np.int64))
-            assert diff.max() <= 1, (value, int(diff.max()))
-            compared += 1
-    assert compared > 10
+def test_export_with_unsigned_weights_keeps_the_integer_kernels(int8_net_127, tmp_path):
+    """``--int8-weights uint8``: every int8 weight stored as uint8 (zero point 128), and ONNX
+    Runtime still fuses as many convolutions into QLinearConv as from the int8 file (not a
+    float fallback). That it computes the same integers: tests/runtime/test_int8_check.py."""
+    out = tmp_path / "u8.onnx"
+    r = CliRunner().invoke(app, ["export", str(int8_net_127), "--format", "onnx",
+                                 "--int8-weights", "uint8", "--out", str(out)])
+    assert r.exit_code == 0 and "uint8 weights" in r.output, r.output
+    signed = tmp_path / "s8.onnx"
+    assert CliRunner().invoke(app, ["export", str(int8_net_127), "--format", "onnx", "--out",
+                                    str(signed)]).exit_code == 0
+    optimized = {}
+    for path in (signed, out):
+        so = ort.SessionOptions()
+        so.optimized_model_filepath = str(path.with_suffix(".opt.onnx"))
+        so.log_severity_level = 3
+        ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        optimized[path] = onnx.load(so.optimized_model_filepath)
+    fused = [[n.op_type for n in optimized[p].graph.node].count("QLinearConv")
+             for p in (signed, out)]
+    assert fused[0] >= 4 and fused[1] == fused[0], fused
+    weights = [t for t in optimized[out].graph.initializer if len(t.dims) == 4
+               and t.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)]
+    assert len(weights) >= fused[1] and all(t.data_type == onnx.TensorProto.UINT8
+                                            for t in weights)
+    assert read_onnx_model(out).metadata["kosumi_int8_weights"] == "uint8"
 
 
 def test_onnxruntime_qlinearconv_agrees_layer_by_layer(int8_net_b2c16):
@@ -244,3 +239,16 @@ def test_onnxruntime_qlinearconv_agrees_layer_by_layer(int8_net_b2c16):
         assert np.abs(mine.astype(np.int64) - y.astype(np.int64)).max() <= 1, n.name
         checked += 1
     assert checked >= 4
+
+
+def test_bad_int8_weights_options_are_one_line_errors(int8_net_127, tmp_path):
+    cases = [
+        ([str(int8_net_127), "--format", "onnx", "--int8-weights", "int4"], "use int8 or uint8"),
+        ([str(int8_net_127), "--format", "pack", "--int8-weights", "uint8"], "--format onnx"),
+        (["default", "--format", "onnx", "--int8-weights", "uint8"], "for int8 nets"),
+    ]
+    for args, message in cases:
+        out = tmp_path / "x.out"
+        r = CliRunner().invoke(app, ["export", *args, "--out", str(out)])
+        assert r.exit_code == 2 and message in r.output, r.output
+        assert len(r.output.strip().splitlines()) == 1 and not out.exists()

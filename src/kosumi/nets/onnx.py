@@ -48,6 +48,8 @@ PRODUCER = "kosumi"
 PRECISIONS = ("fp32", "fp16")  # of a float net; a quantized net's is its scheme's
 META_FORMAT, META_CONFIG, META_PRECISION = "kosumi_format", "kosumi_config", "kosumi_precision"
 META_EXPORTER, META_SOURCE = "kosumi_exporter", "kosumi_source_sha256"
+META_INT8_WEIGHTS = "kosumi_int8_weights"  # "uint8" after unsigned_weights; absent: int8
+INT8_WEIGHTS = ("int8", "uint8")
 
 
 def tensors_sha256(config: NetConfig, tensors: dict[str, np.ndarray]) -> str:
@@ -331,19 +333,68 @@ def onnx_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: str
     return model
 
 
+def is_int8(config: NetConfig) -> bool:
+    """An 8-bit quantized net (its ONNX is int8 Q/DQ)."""
+    return bool(config.quantized) and int(config.quantization.get("bits", 8)) == 8
+
+
+def unsigned_weights(model: Any) -> int:
+    """Rewrite an int8 Q/DQ model in place so that every int8 weight initializer read by a
+    DequantizeLinear is stored as uint8 with its zero point + 128: the same integers
+    (q + 128 - (z + 128) = q - z), so the same arithmetic, but ONNX Runtime then takes its
+    uint8 x uint8 kernels, which widen to int16 before multiplying and so never saturate on
+    x86 CPUs without VNNI (its uint8 x int8 ones do for weights beyond +-63). Returns how many
+    weights it rewrote. Metadata ``kosumi_int8_weights`` says ``uint8``."""
+    from onnx import TensorProto, numpy_helper
+
+    inits = {t.name: t for t in model.graph.initializer}
+    done: dict[str, str] = {}
+
+    def shifted(name: str) -> str:
+        if name not in done:
+            arr = numpy_helper.to_array(inits[name]).astype(np.int16) + 128
+            new = f"{name}.u8"
+            model.graph.initializer.append(numpy_helper.from_array(arr.astype(np.uint8), new))
+            done[name] = new
+        return done[name]
+
+    count = 0
+    for node in model.graph.node:
+        if node.op_type != "DequantizeLinear" or len(node.input) < 3:
+            continue
+        w, zp = inits.get(node.input[0]), inits.get(node.input[2])
+        if w is None or zp is None or w.data_type != TensorProto.INT8 or len(w.dims) < 2:
+            continue
+        node.input[0], node.input[2] = shifted(node.input[0]), shifted(node.input[2])
+        count += 1
+    used = {i for n in model.graph.node for i in n.input}
+    kept = [t for t in model.graph.initializer if t.name in used]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(kept)
+    props = {p.key: p.value for p in model.metadata_props}
+    props[META_INT8_WEIGHTS] = "uint8"
+    del model.metadata_props[:]
+    for k, v in props.items():
+        model.metadata_props.add(key=k, value=v)
+    return count
+
+
 def onnx_bytes(config: NetConfig, tensors: dict[str, np.ndarray], precision: str = "fp32",
-               check: bool = True) -> bytes:
-    """The serialized model, checked with ``onnx.checker`` (full check) when ``check``."""
+               check: bool = True, int8_weights: str = "int8") -> bytes:
+    """The serialized model, checked with ``onnx.checker`` (full check) when ``check``;
+    ``int8_weights`` "uint8" stores an int8 net's weights unsigned (``unsigned_weights``)."""
     import onnx
 
     model = onnx_model(config, tensors, precision)
+    if int8_weights == "uint8" and is_int8(config):
+        unsigned_weights(model)
     if check:
         onnx.checker.check_model(model, full_check=True)
     return model.SerializeToString()
 
 
 def write_onnx_model(checkpoint: Checkpoint, out: str | os.PathLike[str], precision: str = "fp32",
-                     source: str = "net", **_: Any) -> str:
+                     source: str = "net", int8_weights: str = "int8", **_: Any) -> str:
     """``kosumi export --format onnx``: write the net as ONNX atomically; a summary line."""
     from kosumi.fileio import atomic_write, output_errors
 
@@ -358,11 +409,15 @@ def write_onnx_model(checkpoint: Checkpoint, out: str | os.PathLike[str], precis
     elif precision == "int8":
         raise KosumiError("int8 ONNX comes from a quantized net: kosumi quantize MODEL --bits 8 "
                           "--calib POSITIONS --out Q, then kosumi export Q --format onnx")
-    data = onnx_bytes(checkpoint.config, checkpoint.tensors, precision)
+    if int8_weights != "int8" and precision != "int8":
+        raise KosumiError(f"--int8-weights {int8_weights} is for int8 nets (this one exports "
+                          f"as {precision})")
+    data = onnx_bytes(checkpoint.config, checkpoint.tensors, precision, int8_weights=int8_weights)
     with output_errors(out):
         atomic_write(out, data)
     dyn = "19x19" if checkpoint.config.head == "lz" else "dynamic board size"
-    qdq = " (explicit Q/DQ from kosumi's scales)" if precision == "int8" else ""
+    qdq = (f" (explicit Q/DQ from kosumi's scales, {int8_weights} weights)"
+           if precision == "int8" else "")
     return (f"wrote {out}: ONNX opset {OPSET}, {precision}{qdq}, {checkpoint.config.arch} "
             f"{checkpoint.config.head} head, dynamic batch, {dyn}, {len(data):,} bytes")
 

@@ -95,10 +95,9 @@ def default_weight_max() -> tuple[int, str]:
     """(127, why) where uint8 x int8 dot products do not saturate (VNNI on x86, or ARM), else
     (63, why): without VNNI, ONNX Runtime's x86 kernels add pairs of uint8 x int8 products in
     int16, which 255 * 127 * 2 overflows and 255 * 63 * 2 does not."""
-    from kosumi.runtime.cpu import cpu_capabilities, cpu_line
+    from kosumi.runtime.cpu import cpu_line, int8_pairs_saturate
 
-    caps = cpu_capabilities()
-    if caps["arch"] in ("x86_64", "amd64", "i686") and not caps.get("vnni"):
+    if int8_pairs_saturate():
         return 63, (f"weights in +-63: no VNNI on this CPU ({cpu_line()}), where uint8 x int8 "
                     "pairs would saturate int16")
     return 127, f"weights in +-127, uint8 activations: this CPU ({cpu_line()})"
@@ -418,6 +417,12 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
 
     weight_max, why = (options.weight_max, f"weights in +-{options.weight_max} (--weight-range)") \
         if options.weight_max else default_weight_max()
+    if options.weight_max and weight_max > 63:
+        from kosumi.runtime.cpu import int8_pairs_saturate
+
+        if int8_pairs_saturate():
+            why += ("; ONNX Runtime on this CPU (no VNNI) will hold them as uint8, exact but "
+                    "slower than +-63")
     info["kernels"] = why
     say(f"{why}; activations {options.activations}")
     graph = inference_graph(config)

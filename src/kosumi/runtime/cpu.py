@@ -68,3 +68,10 @@ def cpu_line() -> str:
     text = (f"{c['model']}, {c['arch']}, {c['cores']} cores: "
             f"{' '.join(have) or 'no vector extensions'}")
     return text + (f" (no {', '.join(missing)})" if missing else "")
+
+
+def int8_pairs_saturate() -> bool:
+    """True on x86 without VNNI: ONNX Runtime's uint8 x int8 kernels there (``vpmaddubsw``) add
+    each pair of products in int16, which 255 * 127 * 2 overflows and 255 * 63 * 2 does not."""
+    c = cpu_capabilities()
+    return c["arch"] in ("x86_64", "amd64", "i686", "i386") and not c.get("vnni")

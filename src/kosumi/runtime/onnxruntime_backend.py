@@ -6,6 +6,11 @@ in memory on first use (``nets.onnx``) and cached on disk under a content hash
 (``$KOSUMI_ONNX_CACHE_DIR``, else ``~/.cache/kosumi/onnx/<sha256>.onnx``: the net's config and
 tensors, the precision and the exporter's version), so the next run starts at once.
 
+An int8 net whose weights go beyond +-63 runs on x86 CPUs without VNNI with its weights held as
+uint8 (zero point 128, ``nets.onnx.unsigned_weights``): ONNX Runtime's uint8 x int8 kernels
+there add product pairs in int16 and would saturate; its uint8 x uint8 ones are exact
+(``int8_weight_type``; the backend's ``int8_weights`` says which it took).
+
 Execution providers: the CPU (``intra_op_num_threads`` = ``--threads``, sequential execution);
 with ``--device cuda[:K]``, CUDA (``onnxruntime-gpu``), after ONNX Runtime's TensorRT provider
 when ``KOSUMI_ORT_TENSORRT=1`` and it is installed (its engines cached beside the ONNX files).
@@ -25,7 +30,16 @@ import numpy as np
 from kosumi.errors import KosumiError
 from kosumi.fileio import atomic_write, user_cache_dir
 from kosumi.nets.config import NetConfig
-from kosumi.nets.onnx import EXPORTER_VERSION, OPSET, onnx_bytes, read_onnx_model, tensors_sha256
+from kosumi.nets.onnx import (
+    EXPORTER_VERSION,
+    META_INT8_WEIGHTS,
+    META_SOURCE,
+    OPSET,
+    is_int8,
+    onnx_bytes,
+    read_onnx_model,
+    tensors_sha256,
+)
 from kosumi.runtime.backend import Backend
 from kosumi.runtime.options import LoadOptions
 
@@ -41,15 +55,55 @@ def _ort() -> Any:
     return onnxruntime
 
 
-def cached_onnx(config: NetConfig, tensors: dict[str, np.ndarray], precision: str) -> Path:
-    """The ONNX file of a net in the on-disk cache, exported now if it is not there yet."""
-    key = hashlib.sha256(f"{tensors_sha256(config, tensors)}:{precision}:{EXPORTER_VERSION}:"
-                         f"{OPSET}".encode()).hexdigest()
+def int8_weight_type(config: NetConfig) -> str:
+    """How ONNX Runtime on this CPU should hold an int8 net's weights: "uint8" (zero point 128,
+    ``nets.onnx.unsigned_weights``) where its uint8 x int8 kernels would saturate them (x86
+    without VNNI, weights beyond +-63), else "int8" (the faster kernels)."""
+    from kosumi.nets.quant import scheme_of
+    from kosumi.runtime.cpu import int8_pairs_saturate
+
+    if not is_int8(config) or not int8_pairs_saturate():
+        return "int8"
+    scheme = scheme_of(config)
+    return "uint8" if scheme is not None and scheme.weight_max > 63 else "int8"
+
+
+def _cache_path(key_text: str) -> tuple[Path, Path]:
+    key = hashlib.sha256(f"{key_text}:{EXPORTER_VERSION}:{OPSET}".encode()).hexdigest()
     folder = user_cache_dir("onnx", CACHE_ENV)
-    path = folder / f"{key}.onnx"
+    return folder, folder / f"{key}.onnx"
+
+
+def cached_onnx(config: NetConfig, tensors: dict[str, np.ndarray], precision: str,
+                int8_weights: str = "int8") -> Path:
+    """The ONNX file of a net in the on-disk cache, exported now if it is not there yet."""
+    suffix = ":uint8" if int8_weights == "uint8" else ""
+    folder, path = _cache_path(f"{tensors_sha256(config, tensors)}:{precision}{suffix}")
     if path.exists():
         return path
-    data = onnx_bytes(config, tensors, precision, check=False)
+    return _store(folder, path, onnx_bytes(config, tensors, precision, check=False,
+                                           int8_weights=int8_weights))
+
+
+def _unsigned_copy(model: Path, meta: dict[str, str]) -> Path:
+    """A cached copy of a kosumi int8 ONNX file with its weights unsigned."""
+    import onnx
+
+    from kosumi.nets.onnx import unsigned_weights
+
+    digest = meta.get(META_SOURCE) or hashlib.sha256(model.read_bytes()).hexdigest()
+    folder, path = _cache_path(f"{digest}:file:uint8")
+    if path.exists():
+        return path
+    proto = onnx.load(str(model))
+    unsigned_weights(proto)
+    return _store(folder, path, proto.SerializeToString())
+
+
+def _store(folder: Path, path: Path, data: bytes) -> Path:
+    """Write ``data`` to the cache file ``path`` (atomically), or beside the cache if it is
+    not writable; the path written."""
+    key = path.stem
     try:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(path, data)
@@ -87,7 +141,8 @@ class OnnxRuntimeBackend(Backend):
 
     name = "onnxruntime"
 
-    def __init__(self, model: Path, options: LoadOptions, io_binding: bool | None = None):
+    def __init__(self, model: Path, options: LoadOptions, io_binding: bool | None = None,
+                 int8_weights: str = "int8"):
         ort = _ort()
         so = ort.SessionOptions()
         if options.threads:
@@ -105,6 +160,7 @@ class OnnxRuntimeBackend(Backend):
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise KosumiError(f"{model}: onnxruntime cannot load it ({first})") from None
         self.path = model
+        self.int8_weights = int8_weights  # how an int8 net's weights are held (int8_weight_type)
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.outputs = [o.name for o in self.session.get_outputs()]
         self.providers = self.session.get_providers()
@@ -131,16 +187,22 @@ def open_onnxruntime(config: NetConfig, source: dict[str, np.ndarray] | Path,
                      options: LoadOptions) -> OnnxRuntimeBackend:
     """The backend factory registered as ``onnxruntime``."""
     if isinstance(source, Path):
-        precision = read_onnx_model(source).metadata.get("kosumi_precision", "fp32")
+        meta = read_onnx_model(source).metadata
+        precision = meta.get("kosumi_precision", "fp32")
         if options.precision not in ("auto", precision):
             raise KosumiError(f"{source}: an {precision} ONNX file (asked for "
                               f"{options.precision}; export another one)")
-        return OnnxRuntimeBackend(source, options)
+        weights = meta.get(META_INT8_WEIGHTS, "int8")
+        if weights == "int8" and int8_weight_type(config) == "uint8" and not options.cuda:
+            return OnnxRuntimeBackend(_unsigned_copy(source, meta), options, int8_weights="uint8")
+        return OnnxRuntimeBackend(source, options, int8_weights=weights)
     if config.quantized:  # a quantized net runs at its own precision (int8 Q/DQ, or fp16)
         own = "int8" if int(config.quantization.get("bits", 8)) == 8 else "fp16"
         if options.precision not in ("auto", own):
             raise KosumiError(f"an {own} net runs in {own} (asked for {options.precision})")
-        return OnnxRuntimeBackend(cached_onnx(config, source, own), options)
+        weights = "int8" if options.cuda else int8_weight_type(config)
+        return OnnxRuntimeBackend(cached_onnx(config, source, own, weights), options,
+                                  int8_weights=weights)
     precision = "fp32" if options.precision == "auto" else options.precision
     if precision not in ("fp32", "fp16"):
         raise KosumiError(f"the onnxruntime backend runs fp32 or fp16 float nets (asked for "

@@ -31,3 +31,21 @@ def test_bench_json_interleaves_every_cell(net):
         assert row["first_backend"] == "torch"
     assert all(x["x_first"] == 1.0 for x in rows if x["backend"] == "torch")
     assert report["machine"]["cpu"]["arch"]
+
+
+@pytest.mark.parametrize("saturates", [False, True])
+def test_bench_says_when_int8_weights_are_held_as_uint8(int8_net_127, monkeypatch, saturates):
+    """On a CPU whose uint8 x int8 pairs saturate (simulated), a +-127 net's row says its
+    weights run as uint8, and the table says so in one line; elsewhere neither does."""
+    import kosumi.runtime.cpu as cpu
+    from kosumi.runtime.bench import BenchPlan, format_bench, run_bench
+
+    monkeypatch.setattr(cpu, "int8_pairs_saturate", lambda: saturates)
+    plan = BenchPlan(models=[str(int8_net_127)], backends=["onnxruntime"], batches=[2],
+                     sizes=[9], seconds=0.01, rounds=1, memory=False)
+    report = run_bench(plan)
+    assert [r.get("int8_weights") for r in report["rows"]] == (["uint8"] if saturates
+                                                                else [None])
+    line = [x for x in format_bench(report).splitlines() if "held as uint8" in x]
+    assert (line == [f"int8 weights held as uint8 (exact; +-127 would saturate without VNNI): "
+                     f"{int8_net_127.name}"]) == saturates and (line == []) != saturates

@@ -220,6 +220,8 @@ def _row(cell: _Cell, memory: dict[str, float] | None) -> dict[str, Any]:
         "latency_ms_p99": round(float(np.percentile(t, 99)) * 1e3, 3),
         "calls": len(t),
     }
+    if getattr(cell.runner, "int8_weights", "int8") == "uint8":  # onnxruntime_backend
+        row["int8_weights"] = "uint8"
     if memory:
         row.update(memory)
     return row
@@ -259,6 +261,11 @@ def format_bench(report: dict[str, Any]) -> str:
     plan = report["plan"]
     console.print(f"cpu: {cpu_line()}; {plan['threads']} thread(s), {plan['rounds']} rounds x "
                   f"{plan['seconds']} s per cell")
+    unsigned = sorted({Path(r["model"]).name for r in report["rows"]
+                       if r.get("int8_weights") == "uint8"})
+    if unsigned:
+        console.print(f"int8 weights held as uint8 (exact; +-127 would saturate without VNNI): "
+                      f"{', '.join(unsigned)}")
     for s in report.get("skipped", []):
         console.print(f"skipped: {s}")
     return buf.getvalue().rstrip()

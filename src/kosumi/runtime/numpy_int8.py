@@ -9,11 +9,12 @@ pre-activation norms) run in float32 on dequantized values. It is the oracle eve
 is checked against, and the runtime of a bare install.
 
 Speed: an int8 x int8 (or uint8 x int8) product summed over K terms is exact in float32 while
-K * 128 * 255 < 2^24, i.e. K <= 513 (K <= 1031 with int8 activations). A k x k convolution is
-one float32 BLAS product of the padded input with all k*k taps at once (each tap sums C input
-channels: exact), the taps' int32 results then shifted and added (``int_conv_nhwc``: no im2col
-copy); a dense layer, or a convolution with more input channels than that, is float32 BLAS over
-chunks of at most the exact K, each chunk's sum converted to int32 and added.
+K * 128 * 255 < 2^24, i.e. K <= 513 (K <= 1031 with int8 activations; twice that with weights
+in +-63). A k x k convolution is im2col and float32 BLAS in as few groups of taps as keep each
+product's K within that bound (``int_conv_nhwc``: one product for a 3x3 over 64 channels in
++-63, two in +-127), the groups' results added in int32; a dense layer, or a convolution with
+more input channels than the bound, is float32 BLAS over chunks of at most the exact K, each
+chunk's sum converted to int32 and added.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from kosumi.runtime.numpy_backend import float_op, graph_inputs
 
 #: exact float32 products: K * max|q_x| * max|q_w| < 2^24
 EXACT = 2**24
+#: im2col columns built at a time (a few positions' worth: they stay in the cache for BLAS)
+COLS_BYTES = 1 << 20
 
 
 def exact_chunk(qmax_x: int, weight_max: int) -> int:
@@ -61,27 +64,30 @@ def int_matmul(x: np.ndarray, w: np.ndarray, chunk: int) -> np.ndarray:
 
 def int_conv_nhwc(x: np.ndarray, w_taps: np.ndarray, k: int, chunk: int) -> np.ndarray:
     """An exact integer k x k convolution (zero padding k//2) of x [B, N, N, C] (integers as
-    float32) with ``w_taps`` [k*k, C, O] (integers as float32): one float32 product of the
-    padded input with each tap (each sums C terms: exact), the taps' results shifted and added
-    in float32 in groups of at most ``chunk`` summed terms (still exact), the groups in int32.
-    No im2col copy of the input. Returns int32 [B, N, N, O]."""
+    float32) with ``w_taps`` [k*k, C, O] (integers as float32). The taps are split into as few
+    equal groups as keep each group's taps * C summed terms within ``chunk`` (exact in
+    float32); per group, its im2col columns [B*N*N, taps*C] are copied tap by tap from the
+    padded input (contiguous C-long rows) and multiplied by its taps' weights in one float32
+    BLAS product; the groups' results are added in int32. Returns int32 [B, N, N, O]."""
     b, n, m, c = x.shape
     p = k // 2
     xp = np.pad(x, ((0, 0), (p, p), (p, p), (0, 0))) if p else x
-    hp, wp = xp.shape[1], xp.shape[2]
     o = w_taps.shape[2]
-    y = np.matmul(xp.reshape(1, -1, c), w_taps).reshape(k * k, b, hp, wp, o)
-    per_group = max(1, chunk // c)
-    out: np.ndarray | None = None
-    for start in range(0, k * k, per_group):
-        acc = None
-        for t in range(start, min(k * k, start + per_group)):
-            dy, dx = divmod(t, k)
-            part = y[t, :, dy:dy + n, dx:dx + m]
-            acc = part.copy() if acc is None else acc + part
-        assert acc is not None
-        out = acc.astype(np.int32) if out is None else out + acc.astype(np.int32)
-    assert out is not None
+    taps = k * k
+    groups = -(-taps // max(1, chunk // c))
+    size = -(-taps // groups)
+    out = np.zeros((b, n, m, o), dtype=np.int32)
+    step = max(1, COLS_BYTES // (n * m * size * c * 4))  # positions whose columns stay cached
+    for first in range(0, b, step):
+        rows = slice(first, min(b, first + step))
+        for start in range(0, taps, size):
+            stop = min(taps, start + size)
+            cols = np.empty((rows.stop - first, n, m, stop - start, c), dtype=np.float32)
+            for t in range(start, stop):
+                dy, dx = divmod(t, k)
+                cols[:, :, :, t - start, :] = xp[rows, dy:dy + n, dx:dx + m, :]
+            out[rows] += (cols.reshape(-1, (stop - start) * c) @ w_taps[start:stop].reshape(
+                -1, o)).astype(np.int32).reshape(-1, n, m, o)
     return out
 
 

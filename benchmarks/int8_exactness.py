@@ -5,8 +5,10 @@
 For each quantized checkpoint, both ways of holding its weights in the ONNX file (int8, the
 default; uint8 with zero point 128, what the onnxruntime backend takes on x86 without VNNI for
 weights beyond +-63): the largest difference from the integer reference in LSB over every
-quantized activation, and the share of values more than 1 LSB apart
-(``kosumi.runtime.int8_check``). One JSON object with this CPU's line.
+quantized activation of the whole net, the share of values more than 1 LSB apart, and the
+largest difference with each int8 convolution run alone on the reference's input (where the
+contract is 1 LSB) and its layer (``kosumi.runtime.int8_check``). One JSON object with this
+CPU's line.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from kosumi.nets.checkpoint import read_checkpoint
 from kosumi.nets.quant import scheme_of
 from kosumi.runtime.bench import bench_states
 from kosumi.runtime.cpu import cpu_line
-from kosumi.runtime.int8_check import lsb_apart
+from kosumi.runtime.int8_check import layer_lsb_apart, lsb_apart
 from kosumi.runtime.onnxruntime_backend import int8_weight_type
 
 
@@ -43,9 +45,11 @@ def main() -> int:
                      "backend_holds_weights_as": int8_weight_type(q.config)}
         for weights in ("int8", "uint8"):
             r = lsb_apart(q.config, q.tensors, states, weights)
+            layer = layer_lsb_apart(q.config, q.tensors, states, weights)
             row[weights] = {"max_lsb": r["max_lsb"],
                             "share_over_1_lsb": float(format(r["share_over_1_lsb"], ".3g")),
-                            "values": r["values"]}
+                            "values": r["values"], "layer_by_layer_max_lsb": layer["max_lsb"],
+                            "worst_layer": layer["worst"]}
         report["nets"][str(path)] = row
     return emit(report, args.out)
 

@@ -200,7 +200,8 @@ def quantize_command(
         return
     if as_json:
         typer.echo(json.dumps({"out": str(out), "bytes": nbytes,
-                               "scheme": report.scheme.to_dict()}, indent=2))
+                               "scheme": report.scheme.to_dict(),
+                               "onnxruntime_check": report.onnxruntime}, indent=2))
         return
     from kosumi.quantize.report import format_report
 

@@ -48,3 +48,19 @@ def test_without_sensitivity_there_is_no_table(int8_net_b2c16):
     text = format_report(QuantizeReport(scheme), "q", 10)
     assert "sensitivity" not in text and "│" not in text
     assert "top-1 0.000" in text  # no agreement measured: zeros, not an error
+
+
+def test_onnxruntime_line_by_case():
+    from kosumi.quantize.report import onnxruntime_line
+
+    assert onnxruntime_line(None) is None
+    ok = onnxruntime_line({"weights": "int8", "max_lsb": 1, "layers": 16, "worst": "stem"})
+    assert ok == ("onnxruntime on this CPU (int8 weights): each int8 convolution equal to the "
+                  "integer reference or 1 LSB apart (16 layers checked)")
+    bad = onnxruntime_line({"weights": "int8", "max_lsb": 12, "layers": 16,
+                            "worst": "blocks.1.conv2"})
+    assert bad == ("warning: onnxruntime on this CPU (int8 weights) computes blocks.1.conv2 up "
+                   "to 12 LSB off the integer reference: run this net on --backend numpy, or "
+                   "quantize with --weight-range 63")
+    err = onnxruntime_line({"weights": "uint8", "error": "no kernel"})
+    assert err == "onnxruntime check (uint8 weights): could not run (no kernel)"

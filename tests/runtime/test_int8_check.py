@@ -47,3 +47,22 @@ def test_int8_weights_beyond_63_saturate_where_the_cpu_check_says(int8_net_127):
 
     worst, _ = lsb_apart(read_checkpoint(int8_net_127))
     assert (worst > 1) == int8_pairs_saturate(), worst
+
+
+def test_onnxruntime_qlinearconv_agrees_layer_by_layer(int8_net_b2c16, int8_net_127):
+    """ONNX Runtime's own QLinearConv (an op kosumi's export never names) on the integer
+    reference's input of each int8 convolution: the same output, or 1 LSB apart, with the
+    weights held as this CPU needs; +-127 int8 weights are more than 1 LSB off exactly where
+    the CPU check says their pairs saturate."""
+    from kosumi.runtime.cpu import int8_pairs_saturate
+    from kosumi.runtime.int8_check import layer_lsb_apart
+    from kosumi.runtime.onnxruntime_backend import int8_weight_type
+
+    states = bench_states(9, 4, seed=3) + bench_states(19, 2, seed=4)
+    for net in (int8_net_b2c16, int8_net_127):
+        q = read_checkpoint(net)
+        r = layer_lsb_apart(q.config, q.tensors, states, int8_weight_type(q.config))
+        assert r["max_lsb"] <= 1 and r["layers"] >= 4, r
+    q = read_checkpoint(int8_net_127)
+    r = layer_lsb_apart(q.config, q.tensors, states, "int8")
+    assert (r["max_lsb"] > 1) == int8_pairs_saturate(), r

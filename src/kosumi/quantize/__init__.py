@@ -21,7 +21,7 @@ from kosumi.quantize.ptq import QuantizeOptions, QuantizeReport, quantize_net
 if TYPE_CHECKING:
     from kosumi.go.board import GameState
 
-__all__ = ["QuantizeOptions", "QuantizeReport", "quantize_model"]
+__all__ = ["QuantizeOptions", "QuantizeReport", "onnxruntime_check", "quantize_model"]
 
 
 def quantize_model(source: str | os.PathLike[str], out: str | os.PathLike[str],
@@ -83,6 +83,8 @@ def quantize_model(source: str | os.PathLike[str], out: str | os.PathLike[str],
                                 qat=qat)
     if zero:
         qnet, report = _zero(qnet, report, ckpt, states, zero, progress)
+    if options.bits == 8:
+        report.onnxruntime = onnxruntime_check(qnet, states)
     prov = dict(qnet.config.provenance)
     prov["quantized_from"] = {"path": str(source), "bits": options.bits,
                               **({"calibration": str(calib)} if calib else {})}
@@ -91,6 +93,30 @@ def quantize_model(source: str | os.PathLike[str], out: str | os.PathLike[str],
     with output_errors(out):
         nbytes = save_checkpoint(out, qnet.tensors, qnet.config)
     return report, nbytes
+
+
+def onnxruntime_check(qnet: Any, states: list[Any], per_size: int = 4) -> dict[str, Any] | None:
+    """ONNX Runtime's int8 convolutions of the new net on this CPU against the integer
+    reference, layer by layer (``runtime.int8_check.layer_lsb_apart``), on ``per_size``
+    calibration positions of each board size, with the weights held as the onnxruntime backend
+    would hold them here: {"weights", "max_lsb", "layers", "worst"}, {"weights", "error"} if
+    ONNX Runtime failed, None without it."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return None
+    from kosumi.runtime.int8_check import layer_lsb_apart
+    from kosumi.runtime.onnxruntime_backend import int8_weight_type
+
+    sample = [s for n in sorted({s.size for s in states})
+              for s in [x for x in states if x.size == n][:per_size]]
+    weights = int8_weight_type(qnet.config)
+    try:
+        r = layer_lsb_apart(qnet.config, qnet.tensors, sample, weights)
+    except Exception as e:  # a check that cannot run must not lose the quantized net
+        return {"weights": weights, "error": (str(e).splitlines() or [type(e).__name__])[0]}
+    return {"weights": weights, **r}
 
 
 def _zero(qnet: Any, report: QuantizeReport, float_net: Any, states: list[Any], threshold: int,

@@ -89,6 +89,7 @@ class QuantizeReport:
     scheme: QuantScheme
     sensitivity: list[LayerSensitivity] = field(default_factory=list)
     agreement: dict[str, float] = field(default_factory=dict)  # the whole net vs float
+    onnxruntime: dict[str, Any] | None = None  # quantize.onnxruntime_check on this CPU
 
 
 def default_weight_max() -> tuple[int, str]:

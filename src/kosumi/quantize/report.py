@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from io import StringIO
+from typing import Any
 
 from kosumi.quantize.ptq import QuantizeReport
 
@@ -46,7 +47,25 @@ def format_report(report: QuantizeReport, out: str | os.PathLike[str], nbytes: i
                       f"{a.get('sqnr_policy', 0):.1f} dB, worst output SQNR "
                       f"{a.get('sqnr_db', 0):.1f} dB, max policy error "
                       f"{a.get('max_policy_error', 0):.4f}")
+        line = onnxruntime_line(report.onnxruntime)
+        if line:
+            console.print(line)
     else:
         console.print("fp16: every tensor float16")
     console.print(f"wrote {out}: {nbytes:,} bytes")
     return buf.getvalue().rstrip()
+
+
+def onnxruntime_line(check: dict[str, Any] | None) -> str | None:
+    """The line on ONNX Runtime's agreement with the integer reference on this CPU."""
+    if check is None:
+        return None
+    held = f"{check['weights']} weights"
+    if "error" in check:
+        return f"onnxruntime check ({held}): could not run ({check['error']})"
+    if check["max_lsb"] <= 1:
+        return (f"onnxruntime on this CPU ({held}): each int8 convolution equal to the integer "
+                f"reference or 1 LSB apart ({check['layers']} layers checked)")
+    return (f"warning: onnxruntime on this CPU ({held}) computes {check['worst']} up to "
+            f"{check['max_lsb']} LSB off the integer reference: run this net on --backend "
+            "numpy, or quantize with --weight-range 63")

@@ -5,7 +5,9 @@ exposes every quantized activation as an output, runs ONNX Runtime on the CPU an
 with the numpy integer backend's (``runtime.numpy_int8``) on the same inputs. Equal or 1 LSB
 apart is the contract of the int8 export; more means ONNX Runtime's kernels do other
 arithmetic on this CPU (int16 saturation of uint8 x int8 pairs on x86 without VNNI, for weights
-beyond +-63: ``int8_weights="uint8"`` is the exact form there).
+beyond +-63: ``int8_weights="uint8"`` is the exact form there). End to end, a 1-LSB rounding
+early on can reach 2 LSB a few layers later; ``layer_lsb_apart`` runs each int8 convolution
+alone on the reference's own input, where anything past 1 LSB is the kernels' arithmetic.
 """
 
 from __future__ import annotations
@@ -64,3 +66,64 @@ def lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: list[Ga
             compared += 1
     return {"max_lsb": worst, "share_over_1_lsb": over / max(1, total), "values": compared,
             "fused_ops": sorted({n.op_type for n in model.graph.node}), "unsigned": rewritten}
+
+
+def layer_lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: list[GameState],
+                    int8_weights: str = "int8") -> dict[str, Any]:
+    """Each requantized int8 convolution alone: ONNX Runtime's own ``QLinearConv`` on the
+    integer reference's input of that layer, against the reference's output. Nothing is
+    carried from layer to layer, so the contract is equal or 1 LSB apart for every value;
+    saturating kernels show as more. {"max_lsb", "layers" (how many compared), "worst" (the
+    layer furthest off)}; ``states`` grouped by board size."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from kosumi.runtime.numpy_int8 import Int8NumpyBackend
+
+    ref = Int8NumpyBackend(config, tensors)
+    fs = get_feature_set(config.features)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    worst, worst_layer, layers = 0, "", set()
+    for size in sorted({s.size for s in states}):
+        planes, glob = fs.encode([s for s in states if s.size == size])
+        values = ref._run(planes, glob)
+        for st in ref.plan.steps:
+            n = st.node
+            if not (st.integer and n.op == "conv" and st.requant):
+                continue
+            x_act, y_act = ref.acts[n.inputs[0]], ref.acts[st.output]
+            xt = np.uint8 if x_act.dtype == "uint8" else np.int8
+            yt = np.uint8 if y_act.dtype == "uint8" else np.int8
+            xq = ref._quant(values, n.inputs[0]).transpose(0, 3, 1, 2).astype(xt)
+            w: np.ndarray = tensors[f"{n.name}.weight"]
+            wz: np.ndarray = np.zeros(w.shape[0], np.int8)
+            if int8_weights == "uint8":
+                w = (w.astype(np.int16) + 128).astype(np.uint8)
+                wz = np.full(w.shape[0], 128, np.uint8)
+            k = w.shape[2]
+            init = [numpy_helper.from_array(np.array(x_act.scale, np.float32), "xs"),
+                    numpy_helper.from_array(np.array(x_act.zero_point, xt), "xz"),
+                    numpy_helper.from_array(w, "w"),
+                    numpy_helper.from_array(tensors[f"{n.name}.weight_scale"], "ws"),
+                    numpy_helper.from_array(wz, "wz"),
+                    numpy_helper.from_array(np.array(y_act.scale, np.float32), "ys"),
+                    numpy_helper.from_array(np.array(y_act.zero_point, yt), "yz"),
+                    numpy_helper.from_array(tensors[f"{n.name}.bias"], "b")]
+            node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys",
+                                                    "yz", "b"], ["y"], pads=[k // 2] * 4)
+            types = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
+            g = helper.make_graph([node], "one", [helper.make_tensor_value_info(
+                "x", types[xt], list(xq.shape))], [helper.make_tensor_value_info(
+                    "y", types[yt], None)], initializer=init)
+            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+            y = ort.InferenceSession(m.SerializeToString(), so,
+                                     providers=["CPUExecutionProvider"]).run(None, {"x": xq})[0]
+            if st.fused is not None:  # QLinearConv has no fused ReLU: clamp its output too
+                y = np.maximum(y, np.array(y_act.zero_point, yt))
+            mine = values[st.output][0].transpose(0, 3, 1, 2)
+            diff = int(np.abs(mine.astype(np.int64) - y.astype(np.int64)).max())
+            layers.add(n.name)
+            if diff > worst:
+                worst, worst_layer = diff, n.name
+    return {"max_lsb": worst, "layers": len(layers), "worst": worst_layer}

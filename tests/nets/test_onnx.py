@@ -22,7 +22,7 @@ from kosumi.cli import app
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.nets.features import get_feature_set
-from kosumi.nets.onnx import OPSET, read_onnx_model
+from kosumi.nets.onnx import OPSET, describe_onnx, read_onnx_model
 from kosumi.runtime import load_evaluator
 from kosumi.runtime.bench import bench_states
 
@@ -195,6 +195,8 @@ def test_export_with_unsigned_weights_keeps_the_integer_kernels(int8_net_127, tm
     assert len(weights) >= fused[1] and all(t.data_type == onnx.TensorProto.UINT8
                                             for t in weights)
     assert read_onnx_model(out).metadata["kosumi_int8_weights"] == "uint8"
+    assert describe_onnx(out)["format"] == "ONNX (int8, uint8 weights, kosumi exporter 1)"
+    assert describe_onnx(signed)["format"] == "ONNX (int8, kosumi exporter 1)"
 
 
 def test_bad_int8_weights_options_are_one_line_errors(int8_net_127, tmp_path):

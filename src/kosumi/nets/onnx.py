@@ -483,8 +483,9 @@ def describe_onnx(path: str | os.PathLike[str]) -> dict[str, Any]:
     cfg = ckpt.config
     fs = get_feature_set(cfg.features)
     info: dict[str, Any] = {
-        "format": f"ONNX ({meta.get(META_PRECISION, '?')}, kosumi exporter "
-                  f"{meta.get(META_EXPORTER, '?')})",
+        "format": f"ONNX ({meta.get(META_PRECISION, '?')}"
+                  f"{', uint8 weights' if meta.get(META_INT8_WEIGHTS) == 'uint8' else ''}, "
+                  f"kosumi exporter {meta.get(META_EXPORTER, '?')})",
         "version": json.loads(meta[META_CONFIG]).get("version"),
         "arch": cfg.arch, "blocks": cfg.blocks, "channels": cfg.channels,
         "input_features": {"name": fs.name, "spatial": fs.num_planes, "global": fs.num_globals},

@@ -338,6 +338,11 @@ def is_int8(config: NetConfig) -> bool:
     return bool(config.quantized) and int(config.quantization.get("bits", 8)) == 8
 
 
+def as_unsigned(q: np.ndarray) -> np.ndarray:
+    """int8 integers stored as uint8 with zero point 128: q + 128."""
+    return (q.astype(np.int16) + 128).astype(np.uint8)
+
+
 def unsigned_weights(model: Any) -> int:
     """Rewrite an int8 Q/DQ model in place so that every int8 weight initializer read by a
     DequantizeLinear is stored as uint8 with its zero point + 128: the same integers
@@ -352,9 +357,9 @@ def unsigned_weights(model: Any) -> int:
 
     def shifted(name: str) -> str:
         if name not in done:
-            arr = numpy_helper.to_array(inits[name]).astype(np.int16) + 128
             new = f"{name}.u8"
-            model.graph.initializer.append(numpy_helper.from_array(arr.astype(np.uint8), new))
+            model.graph.initializer.append(numpy_helper.from_array(
+                as_unsigned(numpy_helper.to_array(inits[name])), new))
             done[name] = new
         return done[name]
 

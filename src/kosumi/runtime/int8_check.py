@@ -78,6 +78,7 @@ def layer_lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: l
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
+    from kosumi.nets.onnx import as_unsigned
     from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
     ref = Int8NumpyBackend(config, tensors)
@@ -99,8 +100,7 @@ def layer_lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: l
             w: np.ndarray = tensors[f"{n.name}.weight"]
             wz: np.ndarray = np.zeros(w.shape[0], np.int8)
             if int8_weights == "uint8":
-                w = (w.astype(np.int16) + 128).astype(np.uint8)
-                wz = np.full(w.shape[0], 128, np.uint8)
+                w, wz = as_unsigned(w), as_unsigned(wz)
             k = w.shape[2]
             init = [numpy_helper.from_array(np.array(x_act.scale, np.float32), "xs"),
                     numpy_helper.from_array(np.array(x_act.zero_point, xt), "xz"),

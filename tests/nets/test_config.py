@@ -61,3 +61,14 @@ def test_config_json_round_trip_and_errors():
         NetConfig.from_json("{", source="f.json")
     with pytest.raises(KosumiError, match="'version'"):
         NetConfig.from_dict({**d, "version": 7})
+
+
+def test_own_precision_follows_the_quantization_scheme():
+    from kosumi.nets.quant import QuantScheme
+
+    plain = NetConfig(arch="b1c8")
+    assert plain.own_precision is None
+    for bits, precision in ((8, "int8"), (16, "fp16")):
+        cfg = NetConfig.from_json(json.dumps({**json.loads(plain.to_json()),
+                                              "quantization": QuantScheme(bits=bits).to_dict()}))
+        assert cfg.quantized and cfg.own_precision == precision

@@ -78,10 +78,9 @@ def build_engine(checkpoint: Checkpoint, precision: str = "fp16", batch: str = "
                  sizes: str | None = None, device_index: int = 0) -> tuple[bytes, dict[str, Any]]:
     """(serialized engine, plan header) for a net (see the module docstring)."""
     config = checkpoint.config
-    if config.quantized:
-        bits = int(config.quantization.get("bits", 8))
-        precision = "int8" if bits == 8 else "fp16"
-        if bits == 8 and config.quantization.get("activations") != "int8":
+    if config.own_precision is not None:
+        precision = config.own_precision
+        if precision == "int8" and config.quantization.get("activations") != "int8":
             raise KosumiError("TensorRT runs symmetric int8 activations only: quantize the net "
                               "with --activations int8 for TensorRT")
     elif precision not in ("fp16", "fp32"):

@@ -137,6 +137,14 @@ class NetConfig:
         return bool(self.quantization)
 
     @property
+    def own_precision(self) -> str | None:
+        """The precision a quantized net runs and exports at, whatever is asked: ``"int8"``
+        for 8 bits (int8 Q/DQ), ``"fp16"`` for 16; None for a float net."""
+        if not self.quantization:
+            return None
+        return "int8" if int(self.quantization.get("bits", 8)) == 8 else "fp16"
+
+    @property
     def family(self) -> str:
         """``"katago"`` for KataGo's network, ``"kosumi"`` for kosumi's own ResNet (both heads)."""
         return "katago" if self.head == "katago" else "kosumi"

@@ -278,24 +278,44 @@ def onnx_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: str
                source_sha256: str | None = None) -> Any:
     """The ONNX ``ModelProto`` of a net (see the module docstring). Needs the ``onnx`` package;
     KosumiError if it is missing or the precision unknown."""
+    return _build_model(config, tensors, precision, source_sha256)[0]
+
+
+def int8_model_with_values(config: NetConfig, tensors: dict[str, np.ndarray]
+                           ) -> tuple[Any, dict[str, str]]:
+    """An int8 net's Q/DQ model with every quantized activation also a graph output, and
+    {inference-graph value: its output's name}: what ``runtime.int8_check`` compares with the
+    integer reference, value by value."""
+    from onnx import helper
+
+    if not is_int8(config):
+        raise KosumiError("int8_model_with_values: the net is not quantized to 8 bits")
+    model, builder = _build_model(config, tensors, "int8", None)
+    qvals = dict(builder.qvals)
+    for name in qvals.values():
+        model.graph.output.append(helper.make_empty_tensor_value_info(name))
+    return model, qvals
+
+
+def _build_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: str,
+                 source_sha256: str | None) -> tuple[Any, Any]:
+    """(ModelProto, the builder that made it): ``onnx_model``'s work."""
     try:
         import onnx
         from onnx import helper
     except ImportError:
         raise KosumiError("ONNX export needs the onnx package (pip install 'kosumi[onnx]')") \
             from None
-    bits = int(config.quantization.get("bits", 32)) if config.quantized else 32
-    if bits == 8:
-        precision = "int8"
-    elif bits == 16:
-        precision = "fp16"  # a 16-bit net is its fp16 ONNX
+    int8 = config.own_precision == "int8"
+    if config.quantized:  # int8 Q/DQ; a 16-bit net is its fp16 ONNX
+        precision = config.own_precision or precision
     elif precision not in PRECISIONS:
         raise KosumiError(f"ONNX precision {precision!r} is not one of {', '.join(PRECISIONS)} "
                           "(int8 ONNX comes from a quantized net: kosumi quantize --bits 8)")
     graph = inference_graph(config)
     folded = tensors if config.quantized else fold_batchnorm(config, tensors)
     half = precision == "fp16"
-    if bits == 8:
+    if int8:
         b: _OnnxBuilder = _QdqBuilder(graph, folded, config)
     else:
         b = _OnnxBuilder(graph, {k: v.astype(np.float16 if half else np.float32)
@@ -307,12 +327,12 @@ def onnx_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: str
     if graph.has_globals:
         inputs.append(helper.make_tensor_value_info("globals", fl, ["batch", graph.num_globals]))
         values["globals"] = b.op("Cast", ["globals"], to=b.elem) if half else "globals"
-    if bits == 8:
+    if int8:
         b.run(values)  # type: ignore[attr-defined]
     else:
         for n in graph.nodes:
             values[n.output] = b.node(n, [values[x] for x in n.inputs])
-    if bits == 8:
+    if int8:
         values.update({v: b.outputs_f[k] for k, v in graph.outputs.items()})  # type: ignore
     outputs = []
     for key, value in graph.outputs.items():
@@ -330,12 +350,12 @@ def onnx_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: str
             META_EXPORTER: EXPORTER_VERSION,
             META_SOURCE: source_sha256 or tensors_sha256(config, tensors)}
     onnx.helper.set_model_props(model, meta)
-    return model
+    return model, b
 
 
 def is_int8(config: NetConfig) -> bool:
     """An 8-bit quantized net (its ONNX is int8 Q/DQ)."""
-    return bool(config.quantized) and int(config.quantization.get("bits", 8)) == 8
+    return config.own_precision == "int8"
 
 
 def as_unsigned(q: np.ndarray) -> np.ndarray:
@@ -404,12 +424,10 @@ def write_onnx_model(checkpoint: Checkpoint, out: str | os.PathLike[str], precis
     from kosumi.fileio import atomic_write, output_errors
 
     cfg = checkpoint.config
-    if cfg.quantized:  # a quantized net exports at its own precision
-        bits = int(cfg.quantization.get("bits", 8))
-        own = "int8" if bits == 8 else "fp16"
+    own = cfg.own_precision
+    if own is not None:  # a quantized net exports at its own precision
         if precision not in (own, "fp32", "auto"):
-            raise KosumiError(f"a {bits}-bit quantized net exports as {own} ONNX, not "
-                              f"{precision}")
+            raise KosumiError(f"a {own} quantized net exports as {own} ONNX, not {precision}")
         precision = own
     elif precision == "int8":
         raise KosumiError("int8 ONNX comes from a quantized net: kosumi quantize MODEL --bits 8 "

@@ -26,19 +26,13 @@ def lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: list[Ga
     """{"max_lsb", "share_over_1_lsb", "values" (how many tensors compared), "fused_ops" (the
     exported graph's op types), "unsigned" (weights rewritten as uint8)} over ``states``,
     grouped by board size."""
-    import onnx
     import onnxruntime as ort
 
-    from kosumi.nets.graph import inference_graph
-    from kosumi.nets.onnx import _QdqBuilder, onnx_model, unsigned_weights
+    from kosumi.nets.onnx import int8_model_with_values, unsigned_weights
     from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
-    model = onnx_model(config, tensors)
+    model, qvals = int8_model_with_values(config, tensors)
     rewritten = unsigned_weights(model) if int8_weights == "uint8" else 0
-    builder = _QdqBuilder(inference_graph(config), tensors, config)
-    builder.run({"planes": "planes", "globals": "globals"})
-    for name in builder.qvals.values():  # expose every quantized tensor
-        model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
     so = ort.SessionOptions()
     so.log_severity_level = 3
     sess = ort.InferenceSession(model.SerializeToString(), so,
@@ -54,7 +48,7 @@ def lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: list[Ga
         outs = dict(zip(names, sess.run(None, {k: v for k, v in feeds.items()
                                               if k in feeds_wanted}), strict=True))
         values = ref._run(planes, glob)
-        for value, name in builder.qvals.items():
+        for value, name in qvals.items():
             mine = values.get(value)
             if not isinstance(mine, tuple):
                 continue

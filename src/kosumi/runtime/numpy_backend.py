@@ -146,14 +146,14 @@ def open_numpy(config: NetConfig, source: dict[str, np.ndarray] | Path,
         raise KosumiError(f"the numpy backend runs on the CPU only, not --device "
                           f"{options.device}")
     limit_blas_threads(options.threads)
-    bits = int(config.quantization.get("bits", 32)) if config.quantized else 32
-    if bits == 8:
+    own = config.own_precision
+    if own == "int8":
         if options.precision not in ("auto", "int8"):
             raise KosumiError(f"an int8 net runs in int8 (asked for {options.precision})")
         from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
         return Int8NumpyBackend(config, source)
-    if options.precision not in ("auto", "fp32", "fp16" if bits == 16 else "fp32"):
+    if options.precision not in ("auto", "fp32", "fp16" if own == "fp16" else "fp32"):
         raise KosumiError(f"the numpy backend runs this net in float (asked for "
                           f"{options.precision})")
     return NumpyBackend(config, source)

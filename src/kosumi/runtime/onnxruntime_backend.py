@@ -196,8 +196,8 @@ def open_onnxruntime(config: NetConfig, source: dict[str, np.ndarray] | Path,
         if weights == "int8" and int8_weight_type(config) == "uint8" and not options.cuda:
             return OnnxRuntimeBackend(_unsigned_copy(source, meta), options, int8_weights="uint8")
         return OnnxRuntimeBackend(source, options, int8_weights=weights)
-    if config.quantized:  # a quantized net runs at its own precision (int8 Q/DQ, or fp16)
-        own = "int8" if int(config.quantization.get("bits", 8)) == 8 else "fp16"
+    own = config.own_precision
+    if own is not None:  # a quantized net runs at its own precision (int8 Q/DQ, or fp16)
         if options.precision not in ("auto", own):
             raise KosumiError(f"an {own} net runs in {own} (asked for {options.precision})")
         weights = "int8" if options.cuda else int8_weight_type(config)

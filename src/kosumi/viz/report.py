@@ -199,8 +199,8 @@ def _with_positions(report: Report, ckpt: Any, view: Any, model: str | os.PathLi
     if dropped:
         report.warnings.append(f"{calib}: {dropped} positions of board sizes the net does not "
                                "play left out")
-    bits = int(cfg.quantization.get("bits", 32)) if cfg.quantized else 32
-    if bits == 8:  # the same weights in float: every value unclipped
+    int8 = cfg.own_precision == "int8"
+    if int8:  # the same weights in float: every value unclipped
         float_cfg = replace(cfg, quantization=QuantScheme(bits=16).to_dict())
         float_backend = NumpyBackend(float_cfg, W.float_tensors(view))
     else:
@@ -209,9 +209,9 @@ def _with_positions(report: Report, ckpt: Any, view: Any, model: str | os.PathLi
     stats = collect_stats(float_backend, get_feature_set(cfg.features), states)
     report.figures.append(Figure(
         "activations", "activations", "activation ranges",
-        W.activations_figure(stats, view.scheme if bits == 8 else None),
+        W.activations_figure(stats, view.scheme if int8 else None),
         f"Over {len(states)} positions of {calib}, the weights in float."))
-    if bits == 8:
+    if int8:
         from kosumi.quantize.zeroing import zeroing_curve
 
         tick("the zeroing curve")
@@ -225,7 +225,7 @@ def _with_positions(report: Report, ckpt: Any, view: Any, model: str | os.PathLi
         tick("agreement with the reference")
         other = load_evaluator(str(ref), backend="numpy", cache=False)
         report.agreement_with = f"{ref} (the reference)"
-    elif bits == 8:
+    elif int8:
         tick("agreement with the float weights")
         other = NetEvaluator(float_backend, float_cfg, name="float")
         report.agreement_with = ("its own weights in float (what quantizing the activations "
@@ -254,8 +254,7 @@ def _sizes(report: Report, ckpt: Any, tick: Progress) -> None:
     try:
         from kosumi.nets.onnx import onnx_bytes
 
-        bits = int(cfg.quantization.get("bits", 32)) if cfg.quantized else 32
-        precision = {8: "int8", 16: "fp16"}.get(bits, "fp32")
+        precision = cfg.own_precision or "fp32"
         report.sizes[f"onnx ({precision})"] = len(onnx_bytes(cfg, ckpt.tensors, precision,
                                                               check=False))
     except ImportError:

@@ -87,3 +87,26 @@ def test_a_failed_write_leaves_nothing(tmp_path):
         out.append("x", np.arange(5, dtype=np.int32))
         raise RuntimeError("interrupted")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_killed_writers_folder_is_removed_by_the_next_writer(tmp_path):
+    import subprocess
+    import sys
+
+    # a real writer, killed with SIGKILL halfway through: its temporary folder stays behind
+    code = ("import os, sys, numpy as np\n"
+            "from kosumi.distill.dataset_cache import StreamedNpz\n"
+            "out = StreamedNpz(__import__('pathlib').Path(sys.argv[1]))\n"
+            "out.column('x', np.int32); out.append('x', np.arange(9, dtype=np.int32))\n"
+            "print(out.tmp, flush=True); os.kill(os.getpid(), 9)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.npz")],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == -9
+    orphan = tmp_path / proc.stdout.strip().rsplit("/", 1)[-1]
+    assert orphan.is_dir() and (orphan / "x.raw").stat().st_size == 36
+    other_host = tmp_path / ".a.npz.elsewhere-1.abcd.tmp"  # another machine's: not ours to judge
+    other_host.mkdir()
+    # the first writer is alive while the second starts: its folder stays
+    with StreamedNpz(tmp_path / "b.npz") as live, StreamedNpz(tmp_path / "c.npz") as out:
+        assert not orphan.exists()
+        assert live.tmp.is_dir() and other_host.is_dir() and out.tmp.is_dir()

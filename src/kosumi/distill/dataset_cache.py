@@ -13,10 +13,11 @@ private temporary folder next to the entry (``.NAME.XXXX.tmp/``), so a writer ho
 in memory, never the whole dataset. ``publish`` then copies the raw files, in 4 MiB pieces,
 into the ``.npz`` (an ``.npy`` header per member: the row count is known only then) through
 ``kosumi.fileio.atomic_writer``, and removes the folder. An interrupted or failed write leaves
-no entry and no temporary folder (only a killed process can leave a ``.tmp`` folder, which
-no reader ever looks at). Rows are appended with plain writes rather than written through a
-memory map, so the pages written count against the OS page cache, not the writer's resident
-memory.
+no entry and no temporary folder. Only a killed process can leave one; no reader looks at
+it, and the next writer on the same machine removes every ``.tmp`` folder beside it whose
+writer (named in the folder: host and process id) is gone. Rows are appended with plain
+writes rather than written through a memory map, so the pages written count against the OS
+page cache, not the writer's resident memory.
 
 Reading maps: ``mapped_npz`` memory-maps every member read-only (numpy's own reader would copy
 them into memory), so training reads only the positions it samples, the OS keeps what fits in
@@ -30,6 +31,7 @@ import hashlib
 import io
 import json
 import os
+import platform
 import shutil
 import tempfile
 import zipfile
@@ -117,6 +119,38 @@ def _npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
     return buf.getvalue()
 
 
+def _writer_tag(pid: int | None = None) -> str:
+    """``HOST-PID``: who writes a temporary folder (the host's name without dots)."""
+    host = platform.node().replace(".", "_").replace("-", "_") or "host"
+    return f"{host}-{os.getpid() if pid is None else pid}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: it exists
+        return True
+    return True
+
+
+def remove_orphans(folder: Path) -> list[Path]:
+    """Remove the temporary folders in ``folder`` that a killed writer on this machine left
+    (``.NAME.HOST-PID.XXXX.tmp`` whose process is gone); others' and live ones stay. Returns
+    what it removed."""
+    host = _writer_tag(0).rsplit("-", 1)[0]
+    gone = []
+    for p in folder.glob(".*.tmp"):
+        parts = p.name.split(".")
+        tag = parts[-3] if len(parts) >= 5 else ""
+        owner, _, pid = tag.rpartition("-")
+        if p.is_dir() and owner == host and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(p, ignore_errors=True)
+            gone.append(p)
+    return gone
+
+
 class StreamedNpz:
     """An ``.npz`` written column by column, a block of rows at a time (see the docstring).
 
@@ -129,8 +163,9 @@ class StreamedNpz:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".tmp",
-                                         dir=self.path.parent))
+        remove_orphans(self.path.parent)
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.{_writer_tag()}.",
+                                         suffix=".tmp", dir=self.path.parent))
         self.columns: dict[str, list[Any]] = {}  # name -> [dtype, row shape, rows written]
 
     def __enter__(self) -> StreamedNpz:

@@ -106,6 +106,24 @@ def bench_command(
 
 
 # ----------------------------------------------------------------------------- quantize
+def _check_quantize_flags(rounding: str, quantize_outputs: str, weight_range: int | None,
+                          qat_without_data: bool, qat_scales: str, qat_scale_lr: float) -> None:
+    """``kosumi quantize``'s flags that typer cannot check: one line and exit 2 for the first
+    bad one."""
+    if rounding not in ("gptq", "nearest"):
+        fail(f"--rounding {rounding}: use gptq or nearest")
+    if quantize_outputs not in ("on", "off"):
+        fail(f"--quantize-outputs {quantize_outputs}: use on or off")
+    if weight_range is not None and not 1 <= weight_range <= 127:
+        fail(f"--weight-range {weight_range}: use 1..127")
+    if qat_without_data:
+        fail("--qat needs --data LABELS (a label folder)")
+    if qat_scales not in ("learn", "fixed"):
+        fail(f"--qat-scales {qat_scales}: use learn or fixed")
+    if not qat_scale_lr > 0:
+        fail(f"--qat-scale-lr {qat_scale_lr}: give a positive share of --lr")
+
+
 def quantize_command(
     model: Path = typer.Argument(..., help="Float net to quantize (any format kosumi reads, or "
                                  "'default')."),
@@ -126,6 +144,10 @@ def quantize_command(
                                             "default: by this CPU)."),
     activations: str = typer.Option("uint8", "--activations", help="uint8 (ONNX Runtime on "
                                     "CPUs) or int8 (symmetric: TensorRT)."),
+    rounding: str = typer.Option("gptq", "--rounding", help="int8 weights: gptq (each layer's "
+                                 "rounding error passed on to its other inputs; kept when the "
+                                 "whole net agrees better on --calib than with nearest) or "
+                                 "nearest."),
     quantize_outputs: str = typer.Option("off", "--quantize-outputs", help="on: requantize "
                                          "every int8 layer's output, also where only float ops "
                                          "read it, so that ONNX Runtime runs it as one int8 op "
@@ -165,17 +187,11 @@ def quantize_command(
         k.strip() for k in keep_float.split(",") if k.strip()]
     options = QuantizeOptions(bits=bits, method=method, keep_float=keep,
                               float_budget=float_budget, weight_max=weight_range,
-                              activations=activations, quantize_outputs=quantize_outputs)
-    if quantize_outputs not in ("on", "off"):
-        fail(f"--quantize-outputs {quantize_outputs}: use on or off")
-    if weight_range is not None and not 1 <= weight_range <= 127:
-        fail(f"--weight-range {weight_range}: use 1..127")
-    if qat and data is None:
-        fail("--qat needs --data LABELS (a label folder)")
-    if qat_scales not in ("learn", "fixed"):
-        fail(f"--qat-scales {qat_scales}: use learn or fixed")
-    if not qat_scale_lr > 0:
-        fail(f"--qat-scale-lr {qat_scale_lr}: give a positive share of --lr")
+                              activations=activations, quantize_outputs=quantize_outputs,
+                              rounding=rounding)
+    _check_quantize_flags(rounding=rounding, quantize_outputs=quantize_outputs,
+                          weight_range=weight_range, qat_without_data=qat and data is None,
+                          qat_scales=qat_scales, qat_scale_lr=qat_scale_lr)
     qat_options = None
     if qat:
         from kosumi.quantize.qat import QatOptions

@@ -118,6 +118,8 @@ def test_bad_input_is_one_line_and_writes_nothing(float_net_b2c16, int8_net_b2c1
           str(out)], "no such calibration set"),
         (["quantize", str(float_net_b2c16), "--bits", "4", "--calib", str(calib_positions),
           "--out", str(out)], "8 or 16"),
+        (["quantize", str(float_net_b2c16), "--calib", str(calib_positions), "--rounding",
+          "stochastic", "--out", str(out)], "--rounding stochastic"),
     ]
     for args, needle in cases:
         one_line_exit_2(args, needle)

@@ -76,7 +76,10 @@ def assert_same_outputs(model: FakeQuantGraph, q, planes: np.ndarray, glob: np.n
 def test_fake_quant_graph_is_the_integer_arithmetic(setup):
     root, net, pos = setup
     out = root / "ptq.safetensors"
-    quantize([str(net), "--calib", str(pos), "--keep-float", "none", "--out", str(out)])
+    # round to nearest: the fake quantization's own rounding (QAT starts from float weights;
+    # GPTQ's integers need not reach +-weight_max, so their scale is not max|w| / weight_max)
+    quantize([str(net), "--calib", str(pos), "--keep-float", "none", "--rounding", "nearest",
+              "--out", str(out)])
     q = read_checkpoint(out)
     scheme = scheme_of(q.config)
     plan = integer_plan(inference_graph(q.config), scheme.layers)

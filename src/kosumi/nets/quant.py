@@ -320,6 +320,9 @@ def describe_scheme(config: Any, tensors: dict[str, np.ndarray]) -> dict[str, An
     out.update(method=info.get("method"), weight_range=scheme.weight_max,
                calibration_positions=info.get("calibration_positions"),
                kept_float=info.get("keep_float", []))
+    rounding = info.get("rounding")
+    out["weight_rounding"] = (rounding.get("chosen") if isinstance(rounding, dict)
+                              else rounding or "nearest")
     graph = inference_graph(config)
     plan = integer_plan(graph, scheme.layers, scheme.acts)
     acts = dict(scheme.acts)

@@ -33,6 +33,12 @@ def format_report(report: QuantizeReport, out: str | os.PathLike[str], nbytes: i
                       f"({', '.join(kept) or 'none'}); weights in +-{scheme.weight_max}; "
                       f"activations by {scheme.info.get('method')}")
         console.print(f"kernels: {scheme.info.get('kernels')}")
+        rounding = scheme.info.get("rounding")
+        if isinstance(rounding, dict):
+            tried = ", ".join(f"{m} {db:.1f} dB" for m, db in rounding.get("sqnr_db", {}).items())
+            console.print(f"weight rounding: {rounding.get('chosen')} (asked "
+                          f"{rounding.get('asked')}; worst output SQNR on the judged positions: "
+                          f"{tried})")
         if "qat" in scheme.info:
             qat = scheme.info["qat"]
             console.print(f"QAT: {qat['steps']} steps against the {qat['target']} targets, "

@@ -49,3 +49,21 @@ def test_bench_says_when_int8_weights_are_held_as_uint8(int8_net_127, monkeypatc
     line = [x for x in format_bench(report).splitlines() if "held as uint8" in x]
     assert (line == [f"int8 weights held as uint8 (exact; +-127 would saturate without VNNI): "
                      f"{int8_net_127.name}"]) == saturates and (line == []) != saturates
+
+
+def test_bench_runs_a_registered_backend_and_refuses_an_unknown_one(net, monkeypatch):
+    """A backend registered by ``register_backend`` (a plug point) is benched like the built-in
+    ones; a name nobody registered is a one-line error naming the known ones."""
+    from kosumi.errors import KosumiError
+    from kosumi.runtime import backend as B
+    from kosumi.runtime.bench import BenchPlan, run_bench
+
+    monkeypatch.setitem(B.BACKENDS, "numpy-twin", B.BackendInfo(
+        "numpy-twin", "kosumi.runtime.numpy_backend:open_numpy"))
+    plan = BenchPlan.parse([str(net)], "numpy,numpy-twin", "2", "9", seconds=0.02, rounds=1,
+                           memory=False)
+    rows = run_bench(plan)["rows"]
+    assert [r["backend"] for r in rows] == ["numpy", "numpy-twin"]
+    assert all(r["evals_per_s"] > 0 for r in rows)
+    with pytest.raises(KosumiError, match=r"unknown backend 'tpu'.*numpy-twin"):
+        BenchPlan.parse([str(net)], "tpu", "2", "9")

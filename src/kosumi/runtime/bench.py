@@ -30,7 +30,7 @@ import numpy as np
 
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
-from kosumi.runtime.options import BACKEND_NAMES, LoadOptions
+from kosumi.runtime.options import LoadOptions
 
 WARMUP_CALLS = 2
 
@@ -64,11 +64,14 @@ class BenchPlan:
     @classmethod
     def parse(cls, models: list[str], backends: str, batches: str, sizes: str,
               **kw: Any) -> BenchPlan:
+        from kosumi.runtime.backend import BACKENDS
+
         names = [b.strip() for b in backends.split(",") if b.strip()]
+        known = ["auto", *BACKENDS]  # registered backends too (register_backend)
         for b in names:
-            if b not in BACKEND_NAMES:
+            if b not in known:
                 raise KosumiError(f"--backend: unknown backend {b!r} (known: "
-                                  f"{', '.join(BACKEND_NAMES)})")
+                                  f"{', '.join(known)})")
         return cls(models=list(models), backends=names or ["auto"],
                    batches=_ints(batches, "batch"), sizes=_ints(sizes, "size"), **kw)
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from kosumi.errors import KosumiError
 
-BACKEND_NAMES = ("auto", "torch", "onnxruntime", "tensorrt", "numpy")
 PRECISIONS = ("auto", "fp32", "fp16", "int8")
 
 

@@ -110,8 +110,10 @@ def _check_quantize_flags(rounding: str, quantize_outputs: str, weight_range: in
                           qat_without_data: bool, qat_scales: str, qat_scale_lr: float) -> None:
     """``kosumi quantize``'s flags that typer cannot check: one line and exit 2 for the first
     bad one."""
-    if rounding not in ("gptq", "nearest"):
-        fail(f"--rounding {rounding}: use gptq or nearest")
+    from kosumi.quantize.ptq import ROUNDINGS
+
+    if rounding not in ROUNDINGS:
+        fail(f"--rounding {rounding}: use {' or '.join(ROUNDINGS)}")
     if quantize_outputs not in ("on", "off"):
         fail(f"--quantize-outputs {quantize_outputs}: use on or off")
     if weight_range is not None and not 1 <= weight_range <= 127:

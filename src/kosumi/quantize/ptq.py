@@ -183,7 +183,7 @@ def build_quantized(config: NetConfig, folded: dict[str, np.ndarray], layers: di
                 qw = rounded[n.name]
             sx = acts[n.inputs[0]].scale
             mean_in = (input_means or {}).get(n.name)
-            if mean_in is not None and mean_in.size in (w.shape[1], w[0].size):
+            if mean_in is not None and mean_in.shape[0] == w.shape[1]:
                 wq_float = qw.astype(np.float64) * sw.astype(np.float64).reshape(
                     (-1,) + (1,) * (w.ndim - 1))
                 b = b.astype(np.float64) - weight_bias_correction(w, wq_float, mean_in)
@@ -274,8 +274,7 @@ def _compare(ref: list[dict[str, np.ndarray]], got: list[dict[str, np.ndarray]]
 
 def sensitivity(config: NetConfig, folded: dict[str, np.ndarray], acts_all: dict[str, ActQuant],
                 weight_max: int, batches: list[tuple[np.ndarray, np.ndarray | None]],
-                input_means: dict[str, np.ndarray] | None = None,
-                rounded: dict[str, np.ndarray] | None = None) -> list[LayerSensitivity]:
+                input_means: dict[str, np.ndarray] | None = None) -> list[LayerSensitivity]:
     """Quantize one layer at a time (the others float): the policy's SQNR, largest error and
     top-1 agreement with the float net."""
     from kosumi.runtime.numpy_backend import NumpyBackend
@@ -289,7 +288,7 @@ def sensitivity(config: NetConfig, folded: dict[str, np.ndarray], acts_all: dict
     for name in names:
         layers = {m: ("int8" if m == name else "float") for m in names}
         q = build_quantized(config, folded, layers, acts_all, weight_max,
-                            input_means=input_means, rounded=rounded)
+                            input_means=input_means)
         c = compare_outputs(ref, _outputs(Int8NumpyBackend(q.config, q.tensors), batches))
         rows.append(LayerSensitivity(name=name, parameters=int(folded[f"{name}.weight"].size),
                                      sqnr_db=c["sqnr_db"], max_policy_error=c["max_policy_error"],

@@ -195,6 +195,32 @@ def test_a_cycle_ends_the_game_without_a_result(tmp_path: Path):
     assert len(load_game(game.sgf).moves) == 34
 
 
+# A real GNU Go level 1 game on 9x9 that both sides passed out with the top right still open.
+# Counted by hand after removing the referee's dead stones (B4 C2 C3 C5 D5): Black has 22 stones
+# and 22 points (A1-C9 on the left, C5 D5 D4), White 17 stones and 7 points (H3; F1-J1 G2 J2); the
+# 13 points from F5 to J9 touch both colours. Tromp-Taylor says B+13 with komi 7; GNU Go plays the
+# open boundary out and says otherwise.
+OPEN_BOUNDARY_BLACK = ("E5,D6,C6,B5,B6,E4,D2,D3,C4,G4,G5,H5,J4,D8,J6,D7,C9,B8,H6,F3,D1,F4,B3,"
+                       "pass;pass")
+OPEN_BOUNDARY_WHITE = ("D5,E6,C5,B4,F6,C3,C2,G3,E7,H4,H7,H2,J3,J5,E8,D9,E9,J4,F2,E2,E3,E1,pass;"
+                       "pass")
+
+
+def test_the_referees_final_score_is_the_result_when_a_boundary_is_open(tmp_path: Path):
+    black = [sys.executable, str(FAKE_GTP), "script", OPEN_BOUNDARY_BLACK]
+    white = [sys.executable, str(FAKE_GTP), "script", OPEN_BOUNDARY_WHITE]
+    result = play_match(black, white, games=1, size=9, komi=7.0, sgf_dir=tmp_path,
+                        move_timeout=20.0, progress=False)
+    game = result.games[0]
+    assert game.forfeit is None and game.end == "two-passes" and game.moves == 47
+    assert game.dead == ["B4", "C2", "C3", "C5", "D5"]
+    assert game.area_score == 13.0  # the hand count above
+    fresh = gnugo_final_score(Path(game.sgf))  # a fresh GNU Go, from the saved SGF
+    assert game.score == fresh != 13.0 and parse_score(game.result) == fresh
+    assert game.referee_agrees is False
+    assert any("area count B+13" in note for note in game.notes)
+
+
 @pytest.mark.slow
 def test_two_game_match_against_gnugo(tmp_path: Path):
     gnugo = require_program(GNUGO)

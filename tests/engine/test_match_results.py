@@ -98,9 +98,11 @@ def test_sgf_comments_go_on_the_root_and_the_last_move():
     assert set(c) == {0, 42}
     assert c[0] == "Game 1: first engine one (B), second engine two.\nResult B+1.5 (two-passes)."
     assert c[42] == "Area score B+1.5; dead stones: C3 D4.\nReferee final_score: B+1.5"
-    disagree = game(2, "W", "W", score=-3.5, result="W+3.5", referee_result="W+2.5",
-                    referee_agrees=False, moves=30)
-    assert sgf_comments(disagree, "one", "two")[30].endswith("W+2.5 (DISAGREES)")
+    disagree = game(2, "W", "W", score=-2.5, area_score=-3.5, result="W+2.5",
+                    referee_result="W+2.5", referee_agrees=False, moves=30)
+    assert sgf_comments(disagree, "one", "two")[30] == (
+        "Area score W+3.5; dead stones: none.\n"
+        "Referee final_score: W+2.5 (DISAGREES; the result is the referee's)")
     resign = sgf_comments(GAMES[3], "one", "two")
     assert resign[10] == "Black resigns."  # White won by resignation
     forfeit = sgf_comments(game(5, "B", "W", end=END_FORFEIT, result="W+F", moves=0,

@@ -9,11 +9,13 @@ ko, suicide illegal), is sent to the other engine with ``play`` (as an upper-cas
 
 A game ends by
 
-* two passes in a row, or ``max_moves`` moves (default 3*N*N): the final position is scored by
-  area (Tromp-Taylor after removing dead stones). The dead stones are agreed through a referee
-  engine (GNU Go by default: the game is replayed into it and it is asked
-  ``final_status_list dead``); GNU Go's own ``final_score`` is recorded too and any disagreement
-  with kosumi's score is flagged in the log and in the result;
+* two passes in a row, or ``max_moves`` moves (default 3*N*N): the final position is scored by a
+  referee engine (GNU Go by default: the game is replayed into it, as GoGui's twogtp does with
+  ``-referee``). Its ``final_score`` is the result, since it plays out boundaries the engines left
+  open. Kosumi also counts the area itself (Tromp-Taylor after removing the referee's
+  ``final_status_list dead``) and flags any disagreement in the log and in the result (about 2 in
+  100 GNU Go level 1 games on 9x9 end with a boundary open). Without a referee, or when it fails,
+  kosumi's count is the result;
 * a cycle: the same position (stones and side to move) for the third time, which under simple
   ko (a triple ko, or a ko with passes between the captures) would repeat forever. The game has
   no result (``Void``) and counts as a draw;
@@ -311,26 +313,29 @@ def _tell(listener: _Player, listener_color: int, color: int, p: int, size: int,
 
 def _score_game(game: GameResult, state: GameState, referee: _Player | None,
                 referee_timeout: float) -> None:
-    """Score a finished game (kosumi's dead stones, the referee's opinion beside it)."""
+    """Score a finished game: the referee's final_score where it gave one (it plays out
+    unsettled boundaries), else kosumi's area count with the referee's dead stones."""
     scored = _referee_score(state, referee, referee_timeout)
-    game.score = scored.score
+    game.area_score = scored.score
     game.dead = sorted(point_to_vertex(p, state.size) for p in scored.dead)
-    game.result = format_result(scored.score)
-    game.winner = None if scored.score == 0 else ("B" if scored.score > 0 else "W")
     game.referee_result = scored.referee_result
     game.notes.extend(scored.notes)
-    if scored.referee_result is None:
-        return
-    try:
-        agrees = abs(parse_score(scored.referee_result) - scored.score) < 1e-6
-    except ValueError:
-        agrees = False
-    game.referee_agrees = agrees
-    if not agrees:
-        note = (f"score disagreement: kosumi {game.result} (dead: "
+    game.score = scored.score
+    if scored.referee_result is not None:
+        try:
+            game.score = parse_score(scored.referee_result)
+        except ValueError:
+            game.notes.append(f"the referee's final_score {scored.referee_result!r} is not a "
+                              "score: the result is kosumi's area count")
+        game.referee_agrees = abs(game.score - scored.score) < 1e-6
+    game.result = format_result(game.score)
+    game.winner = None if game.score == 0 else ("B" if game.score > 0 else "W")
+    if game.referee_agrees is False:
+        note = (f"score disagreement: kosumi's area count {format_result(scored.score)} (dead: "
                 f"{' '.join(game.dead) or 'none'}), referee {scored.referee_result}")
         game.notes.append(note)
         log.warning("game %d: %s", game.index, note)
+
 
 def _labels(first: list[str], second: list[str]) -> tuple[str, str]:
     def short(args: list[str]) -> str:

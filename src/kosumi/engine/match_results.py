@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kosumi.engine.elo import EloEstimate, SPRTResult
+from kosumi.go.sgf import format_result
 
 # How a game ended
 END_PASSES, END_MAX_MOVES, END_RESIGN, END_FORFEIT = "two-passes", "max-moves", "resign", "forfeit"
@@ -36,7 +37,8 @@ class Forfeit:
 
 @dataclass
 class GameResult:
-    """One finished game. ``score`` is kosumi's area score from Black's view (scored games)."""
+    """One finished game. ``score`` is the result's score from Black's view (scored games): the
+    referee's final_score, or kosumi's ``area_score`` where no referee gave one."""
 
     index: int  # 1-based
     black: str  # engine labels
@@ -49,6 +51,7 @@ class GameResult:
     seconds: float
     forfeit: Forfeit | None = None
     score: float | None = None
+    area_score: float | None = None  # kosumi's Tromp-Taylor count with the referee's dead stones
     dead: list[str] = field(default_factory=list)
     referee_result: str | None = None  # the referee's own final_score
     referee_agrees: bool | None = None
@@ -139,10 +142,13 @@ def sgf_comments(game: GameResult, first: str, second: str) -> dict[int, str]:
         who = "Black" if game.forfeit.color == "B" else "White"
         last.append(f"{who} forfeits ({game.forfeit.kind}): {game.forfeit.detail}")
     if game.score is not None:
-        last.append(f"Area score {game.result}; dead stones: {' '.join(game.dead) or 'none'}.")
+        area = game.score if game.area_score is None else game.area_score
+        last.append(f"Area score {format_result(area)}; dead stones: "
+                    f"{' '.join(game.dead) or 'none'}.")
         if game.referee_result is not None:
             last.append(f"Referee final_score: {game.referee_result}"
-                        + ("" if game.referee_agrees else " (DISAGREES)"))
+                        + ("" if game.referee_agrees else " (DISAGREES; the result is the "
+                                                          "referee's)"))
     if game.end == END_RESIGN:
         last.append(f"{'Black' if game.winner == 'W' else 'White'} resigns.")
     last.extend(game.notes)
@@ -162,7 +168,8 @@ def live_line(console: Console, game: GameResult, total: int, first: str) -> Non
         outcome += f" [red]forfeit: {escape(game.forfeit.kind)}[/red]"
     flag = ""
     if game.referee_agrees is False:
-        flag = f" [yellow]referee says {escape(game.referee_result or '?')}[/yellow]"
+        area = "?" if game.area_score is None else format_result(game.area_score)
+        flag = f" [yellow]kosumi's area count says {escape(area)}[/yellow]"
     winner = "draw"
     if game.winner is not None:
         winner = escape(game.black if game.winner == "B" else game.white)

@@ -9,7 +9,7 @@ import pytest
 
 from kosumi.quantize.ptq import quantize_weights
 from kosumi.quantize.rounding import gptq_round
-from kosumi.runtime.numpy_int8 import im2col_nhwc
+from kosumi.runtime.numpy_backend import im2col_nhwc
 
 
 def _by_hand_patches(x: np.ndarray, k: int) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 
 from kosumi.go.board import GameState
 from kosumi.nets.graph import WEIGHTED_OPS
-from kosumi.runtime.numpy_int8 import im2col_nhwc
+from kosumi.runtime.numpy_backend import im2col_nhwc
 
 DAMP = 0.01  # of the mean diagonal, added to H's diagonal
 ROWS_PER_BATCH = 8192  # input rows (positions x points) sampled per batch and layer

@@ -23,17 +23,22 @@ from kosumi.runtime.backend import Backend
 from kosumi.runtime.options import LoadOptions
 
 
+def im2col_nhwc(x: np.ndarray, k: int) -> np.ndarray:
+    """[B, N, N, C] -> [B*N*N, C*k*k] (zero padding k//2; the weight layout [O, C, k, k])."""
+    b, n, m, c = x.shape
+    if k == 1:
+        return x.reshape(-1, c)
+    p = k // 2
+    xp = np.pad(x, ((0, 0), (p, p), (p, p), (0, 0)))
+    cols = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(1, 2))
+    return cols.reshape(b * n * m, c * k * k)
+
+
 def conv_nhwc(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """x [B,N,N,I] (*) weight [O,I,k,k] + bias, zero padding k//2 -> [B,N,N,O]."""
     o, i, k, _ = weight.shape
     b, n, m, _ = x.shape
-    if k == 1:
-        y = x.reshape(-1, i) @ weight.reshape(o, i).T
-    else:
-        p = k // 2
-        xp = np.pad(x, ((0, 0), (p, p), (p, p), (0, 0)))
-        cols = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(1, 2))
-        y = cols.reshape(b * n * m, i * k * k) @ weight.reshape(o, i * k * k).T
+    y = im2col_nhwc(x, k) @ weight.reshape(o, i * k * k).T
     y += bias
     return y.reshape(b, n, m, o)
 

@@ -37,7 +37,7 @@ from kosumi.nets.quant import (
     scheme_of,
 )
 from kosumi.runtime.backend import Backend
-from kosumi.runtime.numpy_backend import float_op, graph_inputs
+from kosumi.runtime.numpy_backend import float_op, graph_inputs, im2col_nhwc
 
 #: exact float32 products: K * max|q_x| * max|q_w| < 2^24
 EXACT = 2**24
@@ -89,17 +89,6 @@ def int_conv_nhwc(x: np.ndarray, w_taps: np.ndarray, k: int, chunk: int) -> np.n
             out[rows] += (cols.reshape(-1, (stop - start) * c) @ w_taps[start:stop].reshape(
                 -1, o)).astype(np.int32).reshape(-1, n, m, o)
     return out
-
-
-def im2col_nhwc(x: np.ndarray, k: int) -> np.ndarray:
-    """[B, N, N, C] -> [B*N*N, C*k*k] (zero padding k//2; the weight layout [O, C, k, k])."""
-    b, n, m, c = x.shape
-    if k == 1:
-        return x.reshape(-1, c)
-    p = k // 2
-    xp = np.pad(x, ((0, 0), (p, p), (p, p), (0, 0)))
-    cols = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(1, 2))
-    return cols.reshape(b * n * m, c * k * k)
 
 
 class Int8NumpyBackend(Backend):

@@ -203,11 +203,17 @@ def match_command(
     ),
     referee: str = typer.Option(
         "/usr/games/gnugo --mode gtp --chinese-rules", "--referee",
-        help="GTP command that names dead stones for scoring ('none': plain Tromp-Taylor).",
+        help="GTP command whose final_score is a finished game's result ('none': kosumi's "
+             "plain Tromp-Taylor count).",
+    ),
+    concurrency: int = typer.Option(
+        1, "--concurrency", min=1,
+        help="Games played at a time, each with its own engines; '{lane}' in a command is "
+             "the lane's number (e.g. --seed 1{lane}).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
 ) -> None:
-    """Play a match between two GTP engines, refereed and area-scored by kosumi."""
+    """Play a match between two GTP engines, refereed by kosumi, scored by the referee."""
     import json
 
     from rich.console import Console
@@ -225,7 +231,7 @@ def match_command(
         black, white, games, size=size, komi=komi, swap_colors=swap_colors, sgf_dir=sgf_dir,
         move_timeout=move_timeout, sprt=sprt, max_moves=max_moves,
         referee_cmd=None if referee.strip().lower() in ("", "none") else referee,
-        progress=True, console=Console(stderr=json_out),
+        progress=True, console=Console(stderr=json_out), concurrency=concurrency,
     )
     if json_out:
         typer.echo(json.dumps(result.to_dict(), indent=2))

@@ -70,8 +70,45 @@ def test_cli_json_and_sprt_stops_early(tmp_path: Path):
     assert "game 4/10" in proc.stderr  # live lines go to stderr with --json
 
 
+def test_concurrent_games_are_played_at_once_each_lane_its_own_engines(tmp_path: Path):
+    """Two 'meet' engines resign only when both are asked for a move at the same time: with
+    --concurrency 2 both games end W+R; played one after the other, each would crash (a
+    forfeit). Each lane's engine gets its own number for {lane}."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    meet = [sys.executable, str(FAKE_GTP), "meet", str(marks / "lane-{lane}"), "2"]
+    result = play_match(meet, fake_gtp("resign"), games=2, size=9, komi=7.0, sgf_dir=tmp_path,
+                        move_timeout=30.0, referee_cmd=None, progress=False, concurrency=2)
+    assert [(g.index, g.result, g.forfeit) for g in result.games] == [(1, "W+R", None),
+                                                                      (2, "W+R", None)]
+    assert sorted(p.name for p in marks.iterdir()) == ["lane-1", "lane-2"]
+    assert result.first == result.games[0].black  # one label for the engine in every lane
+    assert "{lane}" in result.first_command[-2]
+
+
+@pytest.mark.slow
+def test_cli_concurrent_sprt_records_games_up_to_its_verdict(tmp_path: Path):
+    """The SPRT of test_cli_json_and_sprt_stops_early, two games at a time: it decides after
+    4 wins, and a game still being played then is not recorded."""
+    cmd = [sys.executable, "-m", "kosumi.cli", "match", "--black", gnugo_cmd(1),
+           "--white", " ".join(fake_gtp("resign")), "--games", "10", "--size", "9",
+           "--swap-colors", "--sprt", "0,200", "--concurrency", "2", "--json",
+           "--sgf-dir", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    games = result["games"]
+    assert len(games) == 4 and result["stopped_early"] and result["sprt"]["verdict"] == "H1"
+    assert [g["index"] for g in games] == sorted({g["index"] for g in games})
+    for g in games:  # the first engine (GNU Go) is Black in odd games
+        assert g["result"] == ("B+R" if g["index"] % 2 else "W+R")
+    assert sorted(p.name for p in tmp_path.glob("*.sgf")) == [
+        f"game-{g['index']:03d}.sgf" for g in games]
+
+
 def test_cli_bad_options_are_one_line_errors():
-    for extra, needle in ((["--sprt", "50"], "--sprt"), (["--size", "30"], "--size")):
+    for extra, needle in ((["--sprt", "50"], "--sprt"), (["--size", "30"], "--size"),
+                          (["--concurrency", "3"], "--concurrency")):  # more than --games 2
         cmd = [sys.executable, "-m", "kosumi.cli", "match", "--black", "true",
                "--white", "true", *extra]
         proc = subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=60)
@@ -193,32 +230,6 @@ def test_a_cycle_ends_the_game_without_a_result(tmp_path: Path):
     assert result.counts()["first"]["draws"] == 1
     assert "RE[Void]" in Path(game.sgf).read_text()
     assert len(load_game(game.sgf).moves) == 34
-
-
-# A real GNU Go level 1 game on 9x9 that both sides passed out with the top right still open.
-# Counted by hand after removing the referee's dead stones (B4 C2 C3 C5 D5): Black has 22 stones
-# and 22 points (A1-C9 on the left, C5 D5 D4), White 17 stones and 7 points (H3; F1-J1 G2 J2); the
-# 13 points from F5 to J9 touch both colours. Tromp-Taylor says B+13 with komi 7; GNU Go plays the
-# open boundary out and says otherwise.
-OPEN_BOUNDARY_BLACK = ("E5,D6,C6,B5,B6,E4,D2,D3,C4,G4,G5,H5,J4,D8,J6,D7,C9,B8,H6,F3,D1,F4,B3,"
-                       "pass;pass")
-OPEN_BOUNDARY_WHITE = ("D5,E6,C5,B4,F6,C3,C2,G3,E7,H4,H7,H2,J3,J5,E8,D9,E9,J4,F2,E2,E3,E1,pass;"
-                       "pass")
-
-
-def test_the_referees_final_score_is_the_result_when_a_boundary_is_open(tmp_path: Path):
-    black = [sys.executable, str(FAKE_GTP), "script", OPEN_BOUNDARY_BLACK]
-    white = [sys.executable, str(FAKE_GTP), "script", OPEN_BOUNDARY_WHITE]
-    result = play_match(black, white, games=1, size=9, komi=7.0, sgf_dir=tmp_path,
-                        move_timeout=20.0, progress=False)
-    game = result.games[0]
-    assert game.forfeit is None and game.end == "two-passes" and game.moves == 47
-    assert game.dead == ["B4", "C2", "C3", "C5", "D5"]
-    assert game.area_score == 13.0  # the hand count above
-    fresh = gnugo_final_score(Path(game.sgf))  # a fresh GNU Go, from the saved SGF
-    assert game.score == fresh != 13.0 and parse_score(game.result) == fresh
-    assert game.referee_agrees is False
-    assert any("area count B+13" in note for note in game.notes)
 
 
 @pytest.mark.slow

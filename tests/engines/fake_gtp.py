@@ -11,10 +11,15 @@ Behaviours (what ``genmove`` does):
   random   a random legal move (kosumi's rules), in lower case; PASS in upper case
            after PASS_AFTER (default 20) moves of its own
   script   the moves of SCRIPT = "M1,M2,...;C1,C2,..." in order, then C1, C2, ... forever
-Usage: fake_gtp.py BEHAVIOUR [SEED [PASS_AFTER]]  or  fake_gtp.py script SCRIPT
+  meet     at its first genmove, creates the file MARK, waits up to 10 s until COUNT files are
+           in MARK's folder (COUNT engines have got there), then resigns; exits 4 if they never
+           are (two such engines meet only when two games are played at once)
+Usage: fake_gtp.py BEHAVIOUR [SEED [PASS_AFTER]]  or  fake_gtp.py script SCRIPT  or
+       fake_gtp.py meet MARK COUNT
 It answers the setup commands (boardsize, komi, clear_board, play, ...) normally.
 """
 
+import os
 import random
 import sys
 import time
@@ -24,8 +29,9 @@ script, cycle = [], []
 if behaviour == "script":
     head, _, tail = sys.argv[2].partition(";")
     script, cycle = head.split(","), tail.split(",")
-rng = random.Random(int(sys.argv[2]) if len(sys.argv) > 2 and not script else 1)
-pass_after = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+meet = sys.argv[2:4] if behaviour == "meet" else None
+rng = random.Random(int(sys.argv[2]) if len(sys.argv) > 2 and not (script or meet) else 1)
+pass_after = int(sys.argv[3]) if len(sys.argv) > 3 and not meet else 20
 state = None
 size, komi = 19, 7.5
 own_moves = 0
@@ -84,6 +90,15 @@ for line in sys.stdin:
         elif behaviour == "hang":
             time.sleep(3600)
         elif behaviour == "resign":
+            reply("resign")
+        elif behaviour == "meet":
+            mark, count = meet[0], int(meet[1])
+            open(mark, "w").close()
+            deadline = time.monotonic() + 10.0
+            while len(os.listdir(os.path.dirname(mark))) < count:
+                if time.monotonic() > deadline:
+                    sys.exit(4)
+                time.sleep(0.05)
             reply("resign")
         elif behaviour == "script":
             reply(script[own_moves] if own_moves < len(script)

@@ -9,13 +9,9 @@ ko, suicide illegal), is sent to the other engine with ``play`` (as an upper-cas
 
 A game ends by
 
-* two passes in a row, or ``max_moves`` moves (default 3*N*N): the final position is scored by a
-  referee engine (GNU Go by default: the game is replayed into it, as GoGui's twogtp does with
-  ``-referee``). Its ``final_score`` is the result, since it plays out boundaries the engines left
-  open. Kosumi also counts the area itself (Tromp-Taylor after removing the referee's
-  ``final_status_list dead``) and flags any disagreement in the log and in the result (about 2 in
-  100 GNU Go level 1 games on 9x9 end with a boundary open). Without a referee, or when it fails,
-  kosumi's count is the result;
+* two passes in a row, or ``max_moves`` moves (default 3*N*N): a referee engine (GNU Go by
+  default) scores the final position, kosumi's own area count beside it
+  (``kosumi.engine.referee``);
 * a cycle: the same position (stones and side to move) for the third time, which under simple
   ko (a triple ko, or a ko with passes between the captures) would repeat forever. The game has
   no result (``Void``) and counts as a draw;
@@ -29,6 +25,13 @@ Black in game 1). The result (``MatchResult``, JSON-able through ``to_dict``) ho
 the wins per engine and per colour, the first engine's Elo difference with its 95% interval and,
 with ``sprt=(elo0, elo1)``, the SPRT verdict (the match stops as soon as it is decided). The
 result records and their printing live in ``kosumi.engine.match_results``.
+
+``concurrency`` N plays N games at a time, like cutechess-cli's ``-concurrency``: N lanes, each
+with its own engine processes and referee, take the next game number as they finish one. Results
+are recorded in the order games finish; once the SPRT decides, games still being played are
+dropped (they finish, and are not recorded). ``{lane}`` in an engine command is replaced by the
+lane's number (1..N): an engine given a fixed seed (``kosumi gtp --seed 1{lane}``) would
+otherwise replay the same games in every lane.
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -69,10 +72,10 @@ from kosumi.engine.match_results import (
     GameResult,
     MatchResult,
     live_line,
-    parse_score,
     print_summary,
     sgf_comments,
 )
+from kosumi.engine.referee import score_game
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState, IllegalMove, default_komi
 from kosumi.go.coords import (
@@ -84,7 +87,7 @@ from kosumi.go.coords import (
     point_to_vertex,
     vertex_to_point,
 )
-from kosumi.go.sgf import format_result, save_game
+from kosumi.go.sgf import save_game
 
 log = logging.getLogger("kosumi.match")
 
@@ -156,48 +159,6 @@ def _engine_failure(color: int, player: _Player, what: str, e: EngineError) -> _
 
 
 
-@dataclass
-class _Score:
-    score: float
-    dead: list[int]
-    referee_result: str | None
-    notes: list[str]
-
-
-def _referee_score(state: GameState, referee: _Player | None, timeout: float) -> _Score:
-    """Kosumi's area score with the referee's dead stones, and the referee's own score."""
-    notes: list[str] = []
-    if referee is None:
-        return _Score(state.area_score(), [], None, ["no referee: Tromp-Taylor score as played"])
-    size = state.size
-    try:
-        referee.send(f"boardsize {size}", timeout)
-        referee.send(f"komi {state.komi:g}", timeout)
-        referee.send("clear_board", timeout)
-        for color, p in state.setup:
-            referee.send(f"play {_GTP_COLOR[color]} {point_to_vertex(p, size).upper()}", timeout)
-        for color, p in state.moves:
-            vertex = "pass" if p == PASS else point_to_vertex(p, size)
-            referee.send(f"play {_GTP_COLOR[color]} {vertex}", timeout)
-        reply = referee.send("final_status_list dead", timeout)
-        dead = [vertex_to_point(v, size) for v in reply.split()]
-    except (EngineError, ValueError) as e:
-        if isinstance(e, (GTPTimeout, EngineCrashed)):
-            referee.kill()
-        note = f"referee failed ({e}); scored without removing dead stones"
-        log.warning(note)
-        return _Score(state.area_score(), [], None, [note])
-    score = state.area_score(dead)
-    referee_result = None
-    try:
-        referee_result = referee.send("final_score", timeout).split()[0]
-    except (EngineError, IndexError) as e:
-        if isinstance(e, (GTPTimeout, EngineCrashed)):
-            referee.kill()
-        notes.append(f"referee final_score failed: {e}")
-    return _Score(score, dead, referee_result, notes)
-
-
 def _setup_engine(player: _Player, color: int, size: int, komi: float, timeout: float) -> None:
     for cmd in (f"boardsize {size}", f"komi {komi:g}", "clear_board"):
         try:
@@ -248,7 +209,7 @@ def _play_game(
         forfeit=forfeit,
     )
     if end in (END_PASSES, END_MAX_MOVES):
-        _score_game(game, state, referee, referee_timeout)
+        score_game(game, state, referee, referee_timeout)
         if end == END_MAX_MOVES:
             game.notes.append(f"stopped after {max_moves} moves and scored")
     elif end == END_CYCLE:
@@ -311,32 +272,6 @@ def _tell(listener: _Player, listener_color: int, color: int, p: int, size: int,
         raise _engine_failure(listener_color, listener, cmd, e) from None
 
 
-def _score_game(game: GameResult, state: GameState, referee: _Player | None,
-                referee_timeout: float) -> None:
-    """Score a finished game: the referee's final_score where it gave one (it plays out
-    unsettled boundaries), else kosumi's area count with the referee's dead stones."""
-    scored = _referee_score(state, referee, referee_timeout)
-    game.area_score = scored.score
-    game.dead = sorted(point_to_vertex(p, state.size) for p in scored.dead)
-    game.referee_result = scored.referee_result
-    game.notes.extend(scored.notes)
-    game.score = scored.score
-    if scored.referee_result is not None:
-        try:
-            game.score = parse_score(scored.referee_result)
-        except ValueError:
-            game.notes.append(f"the referee's final_score {scored.referee_result!r} is not a "
-                              "score: the result is kosumi's area count")
-        game.referee_agrees = abs(game.score - scored.score) < 1e-6
-    game.result = format_result(game.score)
-    game.winner = None if game.score == 0 else ("B" if game.score > 0 else "W")
-    if game.referee_agrees is False:
-        note = (f"score disagreement: kosumi's area count {format_result(scored.score)} (dead: "
-                f"{' '.join(game.dead) or 'none'}), referee {scored.referee_result}")
-        game.notes.append(note)
-        log.warning("game %d: %s", game.index, note)
-
-
 def _labels(first: list[str], second: list[str]) -> tuple[str, str]:
     def short(args: list[str]) -> str:
         rest = [a for a in args[1:] if a not in ("--mode", "gtp", "--gtp")]
@@ -375,63 +310,67 @@ def play_match(
     console: Console | None = None,
     startup_timeout: float = 120.0,
     referee_timeout: float = 300.0,
+    concurrency: int = 1,
 ) -> MatchResult:
     """Play ``games`` games between two GTP engines; see the module docstring.
 
     ``black_cmd`` is the first engine (Black in game 1; with ``swap_colors`` the colours
     alternate). ``sprt`` is ``(elo0, elo1)`` for the first engine. ``referee_cmd=None`` scores
     finished games by plain Tromp-Taylor (no dead-stone removal). ``startup_timeout`` bounds the
-    first answer of a freshly started engine (model loading). Raises KosumiError for bad options
-    or an engine that cannot be started or refuses the board size/komi.
+    first answer of a freshly started engine (model loading). ``concurrency``: games played at
+    a time. Raises KosumiError for bad options or an engine that cannot be started or refuses
+    the board size/komi.
     """
     size, komi, max_moves = _check_match_options(games, size, komi, move_timeout, max_moves,
-                                                 sprt)
+                                                 sprt, concurrency)
     first_args, second_args, referee_args = _engine_commands(black_cmd, white_cmd,
                                                              referee_cmd)
-    if sgf_dir is not None:
-        sgf_dir = Path(sgf_dir)
-        try:
-            sgf_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise KosumiError(f"{sgf_dir}: cannot create the SGF folder: {e.strerror}") from None
+    sgf_dir = _sgf_folder(sgf_dir)
     if console is None:
         console = Console()
 
     first_label, second_label = _labels(first_args, second_args)
     home = tempfile.mkdtemp(prefix="kosumi-match-home-")
-    first = _Player(first_args, first_label, _engine_env(first_args, home), startup_timeout)
-    second = _Player(second_args, second_label, _engine_env(second_args, home), startup_timeout)
-    referee = (_Player(referee_args, "referee", None, startup_timeout)
-               if referee_args else None)
+    lanes = [_Lane(n, first_args, second_args, referee_args, (first_label, second_label),
+                   home, startup_timeout) for n in range(1, concurrency + 1)]
     results: list[GameResult] = []
     sprt_result: SPRTResult | None = None
     stopped_early = False
+
+    def play(lane: _Lane, i: int) -> tuple[GameResult, GameState]:
+        first_black = not (swap_colors and i % 2 == 0)
+        first, second = lane.first, lane.second
+        players = {BLACK: first, WHITE: second} if first_black else {BLACK: second,
+                                                                      WHITE: first}
+        return _play_game(i, players, BLACK if first_black else WHITE, size, komi,
+                          move_timeout, max_moves, lane.referee, referee_timeout)
+
+    def record(game: GameResult, state: GameState) -> bool:
+        """Keep a finished game; True once the SPRT has decided."""
+        nonlocal sprt_result, stopped_early
+        if sgf_dir is not None:
+            path = sgf_dir / f"game-{game.index:03d}.sgf"
+            save_game(path, state, result=game.result, black=game.black, white=game.white,
+                      comments=sgf_comments(game, first_label, second_label))
+            game.sgf = str(path)
+        results.append(game)
+        if progress:
+            live_line(console, game, games, first_label)
+        if sprt is not None:
+            sprt_result = _sprt(*_first_wdl(results), sprt)
+            if sprt_result.verdict != CONTINUE:
+                stopped_early = len(results) < games
+                return True
+        return False
+
     try:
-        for i in range(1, games + 1):
-            first_black = not (swap_colors and i % 2 == 0)
-            players = {BLACK: first, WHITE: second} if first_black else {BLACK: second,
-                                                                          WHITE: first}
-            game, state = _play_game(i, players, BLACK if first_black else WHITE, size, komi,
-                                     move_timeout, max_moves, referee, referee_timeout)
-            if sgf_dir is not None:
-                path = Path(sgf_dir) / f"game-{i:03d}.sgf"
-                save_game(path, state, result=game.result, black=game.black, white=game.white,
-                          comments=sgf_comments(game, first_label, second_label))
-                game.sgf = str(path)
-            results.append(game)
-            if progress:
-                live_line(console, game, games, first_label)
-            if sprt is not None:
-                sprt_result = _sprt(*_first_wdl(results), sprt)
-                if sprt_result.verdict != CONTINUE and i < games:
-                    stopped_early = True
-                    break
+        _run_lanes(lanes, games, play, record)
     finally:
-        for player in (first, second, referee):
-            if player is not None:
-                player.discard()
+        for lane in lanes:
+            lane.discard()
         shutil.rmtree(home, ignore_errors=True)
 
+    results.sort(key=lambda g: g.index)  # recorded as they finished
     w, d, l_ = _first_wdl(results)
     if sprt is not None and sprt_result is None:
         sprt_result = _sprt(w, d, l_, sprt)
@@ -452,12 +391,96 @@ def play_match(
     return result
 
 
+class _Lane:
+    """One game at a time: the two engines' processes and the referee's, lane ``number``'s
+    ``{lane}`` put into the commands, and its own HOME for Leela Zero."""
+
+    def __init__(self, number: int, first_args: list[str], second_args: list[str],
+                 referee_args: list[str] | None, labels: tuple[str, str], home: str,
+                 startup_timeout: float):
+        home = os.path.join(home, f"lane-{number}")
+        os.makedirs(home, exist_ok=True)
+
+        def player(args: list[str], label: str, env: bool = True) -> _Player:
+            args = [a.replace("{lane}", str(number)) for a in args]
+            return _Player(args, label, _engine_env(args, home) if env else None,
+                           startup_timeout)
+
+        self.first = player(first_args, labels[0])
+        self.second = player(second_args, labels[1])
+        self.referee = player(referee_args, "referee", env=False) if referee_args else None
+
+    def discard(self) -> None:
+        for p in (self.first, self.second, self.referee):
+            if p is not None:
+                p.discard()
+
+
+def _run_lanes(lanes: list[_Lane], games: int,
+               play: Callable[[_Lane, int], tuple[GameResult, GameState]],
+               record: Callable[[GameResult, GameState], bool]) -> None:
+    """Games 1..``games`` through the lanes, each taking the next number when it is free;
+    ``record`` (under a lock) returns True to stop. A game that finishes after the stop is
+    dropped. One lane plays in this thread; more play in threads, this one waiting."""
+    numbers = iter(range(1, games + 1))
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def work(lane: _Lane) -> None:
+        while not stop.is_set():
+            with lock:
+                i = next(numbers, None)
+            if i is None:
+                return
+            try:
+                game, state = play(lane, i)
+            except BaseException as e:  # an engine that cannot play the match: stop them all
+                errors.append(e)
+                stop.set()
+                return
+            with lock:
+                if stop.is_set():
+                    return
+                if record(game, state):
+                    stop.set()
+
+    if len(lanes) == 1:
+        work(lanes[0])
+    else:
+        threads = [threading.Thread(target=work, args=(lane,), daemon=True) for lane in lanes]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.2)
+        finally:
+            stop.set()  # Ctrl-C: no lane starts or records another game
+    if errors:
+        raise errors[0]
+
+
+def _sgf_folder(sgf_dir: str | os.PathLike[str] | None) -> Path | None:
+    if sgf_dir is None:
+        return None
+    path = Path(sgf_dir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise KosumiError(f"{path}: cannot create the SGF folder: {e.strerror}") from None
+    return path
+
+
 def _check_match_options(games: int, size: int, komi: float | None, move_timeout: float,
-                         max_moves: int | None, sprt: tuple[float, float] | None
-                         ) -> tuple[int, float, int]:
+                         max_moves: int | None, sprt: tuple[float, float] | None,
+                         concurrency: int) -> tuple[int, float, int]:
     """(size, komi, max_moves) with the defaults filled in; KosumiError on a bad option."""
     if games < 1:
         raise KosumiError(f"--games must be at least 1 (got {games})")
+    if not 1 <= concurrency <= games:
+        raise KosumiError(f"--concurrency must be between 1 and --games ({games}), "
+                          f"got {concurrency}")
     try:
         size = check_size(size)
     except ValueError as e:

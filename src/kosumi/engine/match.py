@@ -293,7 +293,6 @@ def _engine_env(args: list[str], home: str) -> dict[str, str] | None:
     return None
 
 
-
 def play_match(
     black_cmd: str | Sequence[str],
     white_cmd: str | Sequence[str],

@@ -9,16 +9,12 @@ pre-activation norms) run in float32 on dequantized values. It is the oracle eve
 is checked against, and the runtime of a bare install.
 
 Speed: an int8 x int8 (or uint8 x int8) product summed over K terms is exact in float32 while
-every partial sum, in whatever order BLAS adds, is an integer below 2^24. ``exact_terms`` finds
-per layer how many terms that allows: all of them when the layer's largest L1 norm of an
-output's weights times the largest |x| is below 2^24 (the 3x3 convolutions over 64 channels of
-``default`` have L1 norms of 19,000-23,000, against the 65,793 that uint8 inputs allow), else
-the worst case K * 255 * max|w| < 2^24 (K <= 518 with weights in +-127, 1,044 in +-63; about
-twice that with centred int8 inputs). A k x k convolution is im2col and float32 BLAS in as few
-groups of taps as keep each product within that many terms (``int_conv_nhwc``), the groups'
-results added in int32; a dense layer, or a convolution with more input channels than that,
-is float32 BLAS over chunks of at most that many terms, each chunk's sum converted to int32
-and added.
+K * 128 * 255 < 2^24, i.e. K <= 513 (K <= 1031 with int8 activations; twice that with weights
+in +-63). A k x k convolution is im2col and float32 BLAS in as few groups of taps as keep each
+product's K within that bound (``int_conv_nhwc``: one product for a 3x3 over 64 channels in
++-63, two in +-127), the groups' results added in int32; a dense layer, or a convolution with
+more input channels than the bound, is float32 BLAS over chunks of at most the exact K, each
+chunk's sum converted to int32 and added.
 """
 
 from __future__ import annotations
@@ -52,17 +48,6 @@ COLS_BYTES = 1 << 20
 def exact_chunk(qmax_x: int, weight_max: int) -> int:
     """The largest K for which sum_k q_x * q_w is exact in float32."""
     return max(1, (EXACT - 1) // (qmax_x * max(1, weight_max)))
-
-
-def exact_terms(w_rows: np.ndarray, qmax_x: int, weight_max: int) -> int:
-    """How many terms of a layer's sums x . w one float32 product may add exactly (``w_rows``:
-    its integer weights [O, K]). All K when each output's L1 norm times the largest |x| is
-    below 2^24: every partial sum, in whatever order BLAS adds, is then an integer below 2^24.
-    Otherwise ``exact_chunk``'s worst case."""
-    l1 = int(np.abs(w_rows.astype(np.int64)).sum(axis=1).max()) if w_rows.size else 0
-    if qmax_x * l1 < EXACT:
-        return max(1, int(w_rows.shape[1]))
-    return exact_chunk(qmax_x, weight_max)
 
 
 def int_matmul(x: np.ndarray, w: np.ndarray, chunk: int) -> np.ndarray:
@@ -146,11 +131,8 @@ class Int8NumpyBackend(Backend):
                         w.shape[2] * w.shape[3], w.shape[1], w.shape[0]), dtype=np.float32)
             elif n.op == "linear":
                 self.dense[n.name] = np.ascontiguousarray(w.T, dtype=np.float32)
-        # per layer, the terms one float32 product adds exactly, for uint8 (0..255) and centred
-        # (-128..127) inputs
-        wmax = self.scheme.weight_max
-        self.chunks = {name: (exact_terms(w, 255, wmax), exact_terms(w, 128, wmax))
-                       for name, w in self.wq.items()}
+        self.chunk_u8 = exact_chunk(255, self.scheme.weight_max)
+        self.chunk_s8 = exact_chunk(128, self.scheme.weight_max)
 
     # ------------------------------------------------------------------ values
     def _quant(self, v: dict[str, Any], name: str) -> np.ndarray:
@@ -210,7 +192,8 @@ class Int8NumpyBackend(Backend):
         x_act = self.acts[x_name]
         # centred on the zero point (so the zero padding is the zero point, as in ONNX)
         centred = (q - x_act.zero_point).astype(np.float32)
-        chunk = self.chunks[n.name][0 if x_act.dtype == "uint8" and not x_act.zero_point else 1]
+        chunk = self.chunk_u8 if x_act.dtype == "uint8" and not x_act.zero_point \
+            else self.chunk_s8
         t = self.t
         k = int(t[f"{n.name}.weight"].shape[2]) if n.op == "conv" else 1
         lead = q.shape[:3] if n.op == "conv" else q.shape[:1]

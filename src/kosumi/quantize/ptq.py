@@ -414,8 +414,6 @@ def _rounded_weights(options: QuantizeOptions, float_cfg: NetConfig,
                      weight_max: int, say: Any) -> dict[str, np.ndarray] | None:
     """``--rounding gptq``: the int8 weights GPTQ rounded on the float net's inputs
     (``quantize.rounding``); ``nearest``: None."""
-    if options.rounding not in ROUNDINGS:
-        raise KosumiError(f"--rounding {options.rounding!r}: use {' or '.join(ROUNDINGS)}")
     if options.rounding == "nearest":
         return None
     from kosumi.quantize.calibration import spread
@@ -485,7 +483,11 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
     info.update(calibration_positions=len(states),
                 calibration_sizes=sorted({s.size for s in states}), weight_max=weight_max)
 
-    rounded = _rounded_weights(options, float_cfg, folded, fs, states, weight_max, say)
+    if options.rounding not in ROUNDINGS:
+        raise KosumiError(f"--rounding {options.rounding!r}: use {' or '.join(ROUNDINGS)}")
+    rounded = None  # QAT trains its own weights (fake quantization rounds to nearest)
+    if qat is None:
+        rounded = _rounded_weights(options, float_cfg, folded, fs, states, weight_max, say)
     judge, batches = judge_batches(fs, states, options.eval_positions)
     rows: list[LayerSensitivity] = []
     if options.keep_float == KEEP_FLOAT_AUTO or options.sensitivity:
@@ -507,7 +509,7 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
                      if v in acts_all}
         folded, learned, info["qat"] = qat(folded, layers, plan_acts, weight_max)
         acts_all = {**acts_all, **learned}
-        means = rounded = None  # the trained weights already answer for their own rounding
+        means = None  # the trained weights already answer for their own rounding
     from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
     ref = _outputs(NumpyBackend(float_cfg, float_folded), batches)  # the float net as given

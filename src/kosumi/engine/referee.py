@@ -17,11 +17,10 @@ from typing import Protocol
 from kosumi.engine.gtp_client import EngineCrashed, EngineError, GTPTimeout
 from kosumi.engine.match_results import GameResult, parse_score
 from kosumi.go.board import GameState
-from kosumi.go.coords import BLACK, PASS, point_to_vertex, vertex_to_point
+from kosumi.go.coords import COLOR_NAMES, PASS, point_to_vertex, vertex_to_point
 from kosumi.go.sgf import format_result
 
 log = logging.getLogger("kosumi.match")
-_GTP_COLOR = {BLACK: "b", 3 - BLACK: "w"}
 
 
 class RefereeEngine(Protocol):
@@ -50,11 +49,9 @@ def _count(state: GameState, referee: RefereeEngine | None, timeout: float) -> _
         referee.send(f"boardsize {size}", timeout)
         referee.send(f"komi {state.komi:g}", timeout)
         referee.send("clear_board", timeout)
-        for color, p in state.setup:
-            referee.send(f"play {_GTP_COLOR[color]} {point_to_vertex(p, size).upper()}", timeout)
-        for color, p in state.moves:
+        for color, p in [*state.setup, *state.moves]:  # setup stones first, as plays
             vertex = "pass" if p == PASS else point_to_vertex(p, size)
-            referee.send(f"play {_GTP_COLOR[color]} {vertex}", timeout)
+            referee.send(f"play {COLOR_NAMES[color].lower()} {vertex}", timeout)
         reply = referee.send("final_status_list dead", timeout)
         dead = [vertex_to_point(v, size) for v in reply.split()]
     except (EngineError, ValueError) as e:

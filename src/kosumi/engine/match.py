@@ -400,14 +400,13 @@ class _Lane:
         home = os.path.join(home, f"lane-{number}")
         os.makedirs(home, exist_ok=True)
 
-        def player(args: list[str], label: str, env: bool = True) -> _Player:
+        def player(args: list[str], label: str) -> _Player:
             args = [a.replace("{lane}", str(number)) for a in args]
-            return _Player(args, label, _engine_env(args, home) if env else None,
-                           startup_timeout)
+            return _Player(args, label, _engine_env(args, home), startup_timeout)
 
         self.first = player(first_args, labels[0])
         self.second = player(second_args, labels[1])
-        self.referee = player(referee_args, "referee", env=False) if referee_args else None
+        self.referee = player(referee_args, "referee") if referee_args else None
 
     def discard(self) -> None:
         for p in (self.first, self.second, self.referee):

@@ -157,7 +157,7 @@ def main() -> int:
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--qat-data", help="also a QAT run on this label or positions folder")
     ap.add_argument("--qat-steps", type=int, default=500)
-    ap.add_argument("--qat-lr", type=float, default=1e-4)
+    ap.add_argument("--qat-lr", type=float, default=2e-5)
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the QAT run")
     ap.add_argument("--save-onnx", type=Path, metavar="DIR",
                     help="keep the three ONNX files (fp32, kosumi int8, quantize_static) in DIR "

@@ -162,7 +162,8 @@ def quantize_command(
                                    "own outputs (float; --data may be a positions folder), or "
                                    "the labels' teacher targets (teacher)."),
     qat_batch: int = typer.Option(128, "--qat-batch", min=1, help="QAT: positions per step."),
-    lr: float = typer.Option(1e-4, "--lr", help="QAT: peak learning rate (cosine decay)."),
+    lr: float = typer.Option(2e-5, "--lr", help="QAT: peak learning rate (cosine decay; "
+                             "higher rates drift a trained net away from its float self)."),
     qat_scales: str = typer.Option("learn", "--qat-scales", help="QAT: learn the activation "
                                    "scales with the weights (learn: LSQ) or keep calibration's "
                                    "(fixed)."),

@@ -233,3 +233,22 @@ def test_bad_scale_options_are_one_line_errors(setup, tmp_path, flag, value, say
                                  "--out", str(out)])
     assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
     assert not out.exists()
+
+
+def test_a_qat_run_that_made_the_net_worse_says_so(setup, tmp_path):
+    """A learning rate far too high wrecks the fine-tune: the written net is still the trained
+    one, but its report sets its SQNR beside the PTQ net's, and that figure is the one a plain
+    `kosumi quantize` of the same choices reports (a separate run)."""
+    _, net, pos = setup
+    ptq, qat = tmp_path / "ptq.safetensors", tmp_path / "wrecked.safetensors"
+    quantize([str(net), "--calib", str(pos), "--keep-float", "none", "--out", str(ptq)])
+    r = CliRunner().invoke(app, ["quantize", str(net), "--keep-float", "none", "--qat",
+                                 "--data", str(pos), "--steps", "20", "--lr", "0.3",
+                                 "--out", str(qat)])
+    assert r.exit_code == 0, r.output
+    plain = read_checkpoint(ptq).config.quantization["info"]["rounding"]
+    info = read_checkpoint(qat).config.quantization["info"]
+    assert info["qat"]["ptq"] == {"rounding": plain["chosen"],
+                                  "sqnr_db": plain["sqnr_db"][plain["chosen"]]}
+    assert info["qat"]["sqnr_db"] < info["qat"]["ptq"]["sqnr_db"] - 3, info["qat"]
+    assert "QAT made it worse" in " ".join(r.output.split())

@@ -19,7 +19,10 @@ Steps (``bits`` 8):
    does not fit int32 is an error naming the layer. ``rounding`` "gptq": the weights are
    rounded by GPTQ (``quantize.rounding``) on the same scales, and the net is built both ways;
    the one whose worst output agrees better with the float net on the judged calibration
-   positions (SQNR) is kept, and the scheme's ``info["rounding"]`` says which.
+   positions (SQNR) is kept, and the scheme's ``info["rounding"]`` says which. With ``qat``
+   the trained weights are quantized (round to nearest, as trained) and that net is written;
+   the PTQ net of the same choices is built too, and ``info["qat"]`` holds both nets' SQNR, so
+   that a run that made the net worse (too high a learning rate, too few positions) says so.
 
 ``bits`` 16: the folded tensors in float16, no calibration.
 """
@@ -453,6 +456,7 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
     if not states:
         raise KosumiError("the calibration set is empty")
     from kosumi.runtime.numpy_backend import NumpyBackend
+    from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
     weight_max, why = (options.weight_max, f"weights in +-{options.weight_max} (--weight-range)") \
         if options.weight_max else default_weight_max()
@@ -485,9 +489,9 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
 
     if options.rounding not in ROUNDINGS:
         raise KosumiError(f"--rounding {options.rounding!r}: use {' or '.join(ROUNDINGS)}")
-    rounded = None  # QAT trains its own weights (fake quantization rounds to nearest)
-    if qat is None:
-        rounded = _rounded_weights(options, float_cfg, folded, fs, states, weight_max, say)
+    # QAT trains its own weights (fake quantization rounds to nearest); GPTQ's then make the
+    # PTQ net the trained one is compared with
+    rounded = _rounded_weights(options, float_cfg, folded, fs, states, weight_max, say)
     judge, batches = judge_batches(fs, states, options.eval_positions)
     rows: list[LayerSensitivity] = []
     if options.keep_float == KEEP_FLOAT_AUTO or options.sensitivity:
@@ -503,31 +507,32 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
                                            means, rounded)
     info["keep_float"] = keep
     info["sensitivity"] = [r.__dict__ for r in rows]
-    float_folded = folded
+    ptq = (folded, acts_all, means)
     if qat is not None:
         plan_acts = {v: acts_all[v] for v in integer_plan(graph, layers, outputs).quantized
                      if v in acts_all}
-        folded, learned, info["qat"] = qat(folded, layers, plan_acts, weight_max)
-        acts_all = {**acts_all, **learned}
-        means = None  # the trained weights already answer for their own rounding
-    from kosumi.runtime.numpy_int8 import Int8NumpyBackend
+        trained, learned, info["qat"] = qat(folded, layers, plan_acts, weight_max)
+    ref = _outputs(NumpyBackend(float_cfg, folded), batches)  # the float net as given
 
-    ref = _outputs(NumpyBackend(float_cfg, float_folded), batches)  # the float net as given
-    tried = {}
-    for method, weights in (("gptq", rounded), ("nearest", None)):
-        if method == "gptq" and weights is None:
-            continue
-        q = build_quantized(config, folded, layers, acts_all, weight_max, info, means, outputs,
+    def judged(net: tuple[Any, ...], weights: Any) -> tuple[Checkpoint, dict[str, float]]:
+        q = build_quantized(config, net[0], layers, net[1], weight_max, info, net[2], outputs,
                             weights)
-        tried[method] = (q, compare_outputs(ref, _outputs(Int8NumpyBackend(q.config, q.tensors),
-                                                          batches)))
+        return q, compare_outputs(ref, _outputs(Int8NumpyBackend(q.config, q.tensors), batches))
+
+    tried = {m: judged(ptq, w) for m, w in (("gptq", rounded), ("nearest", None))
+             if m == "nearest" or w is not None}
     # GPTQ makes each layer's own output error smaller, which is not always the whole net's:
     # the net with the higher worst-output SQNR on the judged positions is kept
     chosen = max(tried, key=lambda m: tried[m][1]["sqnr_db"])
     q, agreement = tried[chosen]
-    info["rounding"] = {"asked": options.rounding if qat is None else "nearest (QAT)",
-                        "chosen": chosen,
+    info["rounding"] = {"asked": options.rounding, "chosen": chosen,
                         "sqnr_db": {m: round(a["sqnr_db"], 2) for m, (_, a) in tried.items()}}
+    if qat is not None:  # the trained weights answer for their own rounding: no bias means
+        q, agreement = judged((trained, {**acts_all, **learned}, None), None)
+        info["qat"]["ptq"] = {"rounding": chosen, "sqnr_db": info["rounding"]["sqnr_db"][chosen]}
+        info["qat"]["sqnr_db"] = round(agreement["sqnr_db"], 2)
+        info["rounding"] = {"asked": "nearest (QAT)", "chosen": "nearest",
+                            "sqnr_db": {"nearest": info["qat"]["sqnr_db"]}}
     info["agreement_on_calibration"] = agreement
     q.config.quantization["info"] = info
     return q, QuantizeReport(scheme=QuantScheme.from_dict(q.config.quantization),

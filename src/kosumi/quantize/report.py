@@ -43,6 +43,13 @@ def format_report(report: QuantizeReport, out: str | os.PathLike[str], nbytes: i
             qat = scheme.info["qat"]
             console.print(f"QAT: {qat['steps']} steps against the {qat['target']} targets, "
                           f"lr {qat['lr']}, batch {qat['batch']}, {qat['positions']} positions")
+            ptq = qat.get("ptq")
+            if ptq and "sqnr_db" in qat:
+                worse = qat["sqnr_db"] < ptq["sqnr_db"]
+                console.print(f"QAT: worst output SQNR on the judged positions {qat['sqnr_db']:.1f}"
+                              f" dB, the PTQ net's ({ptq['rounding']}) {ptq['sqnr_db']:.1f} dB"
+                              + ("; [bold]QAT made it worse[/bold]: try a lower --lr or more "
+                                 "positions, or keep the PTQ net" if worse else ""))
         if "zeroed" in scheme.info:
             z = scheme.info["zeroed"]
             console.print(f"zeroed: {z['weights']:,} of {z['of']:,} int8 weights with |q| <= "

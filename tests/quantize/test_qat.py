@@ -251,4 +251,5 @@ def test_a_qat_run_that_made_the_net_worse_says_so(setup, tmp_path):
     assert info["qat"]["ptq"] == {"rounding": plain["chosen"],
                                   "sqnr_db": plain["sqnr_db"][plain["chosen"]]}
     assert info["qat"]["sqnr_db"] < info["qat"]["ptq"]["sqnr_db"] - 3, info["qat"]
+    assert info["qat"]["worse_than_ptq"] is True
     assert "QAT made it worse" in " ".join(r.output.split())

@@ -45,13 +45,11 @@ def format_report(report: QuantizeReport, out: str | os.PathLike[str], nbytes: i
                           f"lr {qat['lr']}, batch {qat['batch']}, {qat['positions']} positions")
             ptq = qat.get("ptq")
             if ptq and "sqnr_db" in qat:
-                # within a dB is the judged sample's noise: a b2c16 0.1 dB below its PTQ net had
-                # a 17% lower policy KL on 2,751 other positions (benchmarks/RESULTS.md)
-                worse = qat["sqnr_db"] < ptq["sqnr_db"] - 1.0
                 console.print(f"QAT: worst output SQNR on the judged positions {qat['sqnr_db']:.1f}"
                               f" dB, the PTQ net's ({ptq['rounding']}) {ptq['sqnr_db']:.1f} dB"
                               + ("; [bold]QAT made it worse[/bold]: try a lower --lr or more "
-                                 "positions, or keep the PTQ net" if worse else ""))
+                                 "positions, or keep the PTQ net" if qat.get("worse_than_ptq")
+                                 else ""))
         if "zeroed" in scheme.info:
             z = scheme.info["zeroed"]
             console.print(f"zeroed: {z['weights']:,} of {z['of']:,} int8 weights with |q| <= "

@@ -146,10 +146,11 @@ def quantize_command(
                                             "default: by this CPU)."),
     activations: str = typer.Option("uint8", "--activations", help="uint8 (ONNX Runtime on "
                                     "CPUs) or int8 (symmetric: TensorRT)."),
-    rounding: str = typer.Option("gptq", "--rounding", help="int8 weights: gptq (each layer's "
-                                 "rounding error passed on to its other inputs; kept when the "
-                                 "whole net agrees better on --calib than with nearest) or "
-                                 "nearest."),
+    rounding: str = typer.Option("refit", "--rounding", help="int8 weights: refit (each "
+                                 "layer refit to the quantized net's own inputs, then gptq), "
+                                 "gptq (each layer's rounding error passed on to its other "
+                                 "inputs) or nearest; each tries those after it too and keeps "
+                                 "the net that agrees best on --calib."),
     quantize_outputs: str = typer.Option("off", "--quantize-outputs", help="on: requantize "
                                          "every int8 layer's output, also where only float ops "
                                          "read it, so that ONNX Runtime runs it as one int8 op "

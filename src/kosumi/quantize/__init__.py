@@ -124,7 +124,7 @@ def _zero(qnet: Any, report: QuantizeReport, float_net: Any, states: list[Any], 
     """``--zero``: small int8 weights zeroed, biases corrected, agreement measured again."""
     from kosumi.nets.features import get_feature_set
     from kosumi.nets.quant import QuantScheme
-    from kosumi.quantize.ptq import agreement_with_float, judge_batches
+    from kosumi.quantize.judging import agreement_with_float, judge_batches
     from kosumi.quantize.zeroing import input_means, zero_small_weights
 
     judge, _ = judge_batches(get_feature_set(qnet.config.features), states, 128)

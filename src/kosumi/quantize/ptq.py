@@ -17,9 +17,13 @@ Steps (``bits`` 8):
    per tensor from the calibrated ranges (uint8 where never negative, else int8; zero points 0),
    biases to int32, every requantisation to an int32 multiplier and a shift. Any integer that
    does not fit int32 is an error naming the layer. ``rounding`` "gptq": the weights are
-   rounded by GPTQ (``quantize.rounding``) on the same scales, and the net is built both ways;
-   the one whose worst output agrees better with the float net on the judged calibration
-   positions (SQNR) is kept, and the scheme's ``info["rounding"]`` says which. With ``qat``
+   rounded by GPTQ (``quantize.rounding``) on the same scales; "refit" (the default): each
+   int8 layer is first refit to the quantized net's own inputs (``quantize.refit``), then
+   rounded by GPTQ. The net is built with the rounding asked and each simpler one (refit,
+   gptq, nearest); the one whose worst output agrees best with the float net on the judged
+   calibration positions (SQNR) is kept, and the scheme's ``info["rounding"]`` says which.
+   Refit and GPTQ learn from the other calibration positions, so that this choice is made on
+   positions they have not seen. With ``qat``
    the trained weights are quantized (round to nearest, as trained) and that net is written;
    the PTQ net of the same choices is built too, and ``info["qat"]`` holds both nets' SQNR, so
    that a run that made the net worse (too high a learning rate, too few positions) says so.
@@ -29,7 +33,6 @@ Steps (``bits`` 8):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -53,9 +56,10 @@ from kosumi.nets.quant import (
 )
 from kosumi.quantize.calibration import ValueStats, activation_range, collect_stats
 from kosumi.quantize.equalize import equalize_blocks, equalize_stream, weight_bias_correction
+from kosumi.quantize.judging import compare_outputs, judge_batches, net_outputs
 
 KEEP_FLOAT_AUTO = "auto"
-ROUNDINGS = ("gptq", "nearest")
+ROUNDINGS = ("refit", "gptq", "nearest")  # each tries those after it too
 # a QAT net this much below its PTQ net (worst-output SQNR on the judged positions) is flagged;
 # within it is the sample's noise: a b2c16 0.1 dB below had a 17% lower policy KL on 2,751
 # other positions (benchmarks/RESULTS.md, ninth stop)
@@ -76,8 +80,10 @@ class QuantizeOptions:
     eval_positions: int = 128  # sensitivity: positions of the calibration set to judge on
     sensitivity: bool = True  # measure the per-layer table (auto needs it)
     equalize: bool = True  # cross-layer equalization inside residual blocks
-    rounding: str = "gptq"  # int8 weights: "gptq" (quantize.rounding) or "nearest"
-    rounding_positions: int = 128  # gptq: calibration positions its input statistics come from
+    rounding: str = "refit"  # int8 weights: "refit" (quantize.refit), "gptq"
+    #                          (quantize.rounding) or "nearest"
+    rounding_positions: int = 256  # refit, gptq: calibration positions (none of those judged)
+    #                                their input statistics come from
     bias_correction: bool = True  # remove the mean shift weight rounding causes
     empirical_bias: bool = False  # ... and, layer by layer, the shift all rounding causes
     stream_balance: float | None = None  # equalize_stream's b (None: off; it did not help
@@ -235,50 +241,6 @@ def fp16_net(config: NetConfig, folded: dict[str, np.ndarray],
                       tensors=tensors, metadata={})
 
 
-# ---------------------------------------------------------------------------- judging
-def _outputs(backend: Any, batches: list[tuple[np.ndarray, np.ndarray | None]]
-             ) -> list[dict[str, np.ndarray]]:
-    return [backend.forward(p, g) for p, g in batches]
-
-
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def compare_outputs(ref: list[dict[str, np.ndarray]], got: list[dict[str, np.ndarray]]
-                    ) -> dict[str, float]:
-    """Against the float net, pooled over batches of any board sizes: the SQNR (dB) of each
-    raw output (``sqnr_db`` the smallest of them), the largest policy probability error and the
-    policy's top-1 agreement (raw logits, no legality mask: a property of the net itself)."""
-    with np.errstate(over="ignore", invalid="ignore"):  # a broken net: inf, reported as such
-        return _compare(ref, got)
-
-
-def _compare(ref: list[dict[str, np.ndarray]], got: list[dict[str, np.ndarray]]
-             ) -> dict[str, float]:
-    noise: dict[str, float] = {}
-    signal: dict[str, float] = {}
-    top1, rows, worst = 0, 0, 0.0
-    for r_out, g_out in zip(ref, got, strict=True):
-        for key, r in r_out.items():
-            g = g_out[key]
-            r2 = r.reshape(r.shape[0], -1)
-            centred = r2 - r2.mean(axis=1, keepdims=True) if r2.shape[1] > 1 else r2 - r2.mean()
-            noise[key] = noise.get(key, 0.0) + float(np.sum((r - g) ** 2))
-            signal[key] = signal.get(key, 0.0) + float(np.sum(centred ** 2))
-        pr, pg = _softmax(r_out["policy"]), _softmax(g_out["policy"])
-        worst = max(worst, float(np.abs(pr - pg).max()))
-        top1 += int(np.sum(pr.argmax(axis=1) == pg.argmax(axis=1)))
-        rows += pr.shape[0]
-    per = {k: (10 * math.log10(signal[k] / noise[k]) if noise[k] > 0 and signal[k] > 0
-               else float("inf")) for k in noise}
-    out = {"sqnr_db": round(min(per.values()), 2), "max_policy_error": worst,
-           "top1": top1 / max(1, rows)}
-    out.update({f"sqnr_{k}": round(v, 2) for k, v in per.items()})
-    return out
-
-
 def sensitivity(config: NetConfig, folded: dict[str, np.ndarray], acts_all: dict[str, ActQuant],
                 weight_max: int, batches: list[tuple[np.ndarray, np.ndarray | None]],
                 input_means: dict[str, np.ndarray] | None = None) -> list[LayerSensitivity]:
@@ -289,14 +251,14 @@ def sensitivity(config: NetConfig, folded: dict[str, np.ndarray], acts_all: dict
 
     graph = inference_graph(config)
     float_cfg = replace(config, quantization=QuantScheme(bits=16).to_dict())
-    ref = _outputs(NumpyBackend(float_cfg, folded), batches)
+    ref = net_outputs(NumpyBackend(float_cfg, folded), batches)
     names = [n.name for n in graph.weighted()]
     rows = []
     for name in names:
         layers = {m: ("int8" if m == name else "float") for m in names}
         q = build_quantized(config, folded, layers, acts_all, weight_max,
                             input_means=input_means)
-        c = compare_outputs(ref, _outputs(Int8NumpyBackend(q.config, q.tensors), batches))
+        c = compare_outputs(ref, net_outputs(Int8NumpyBackend(q.config, q.tensors), batches))
         rows.append(LayerSensitivity(name=name, parameters=int(folded[f"{name}.weight"].size),
                                      sqnr_db=c["sqnr_db"], max_policy_error=c["max_policy_error"],
                                      top1=c["top1"]))
@@ -440,6 +402,50 @@ def _rounded_weights(options: QuantizeOptions, float_cfg: NetConfig,
     return out
 
 
+def _refit(options: QuantizeOptions, config: NetConfig, float_cfg: NetConfig,
+           folded: dict[str, np.ndarray], layers: dict[str, str], acts_all: dict[str, ActQuant],
+           weight_max: int, means: Any, outputs: set[str], fs: Any, states: list[GameState],
+           say: Any) -> Any:
+    """``--rounding refit``: ``quantize.refit`` on the chosen layers; other roundings: None."""
+    if options.rounding != "refit":
+        return None
+    from kosumi.quantize.calibration import spread
+    from kosumi.quantize.refit import refit_layers
+    from kosumi.runtime.evaluator import same_size_chunks
+    from kosumi.runtime.numpy_backend import NumpyBackend
+
+    sample = spread(states, options.rounding_positions)
+    batches = [fs.encode([sample[i] for i in chunk]) for chunk in same_size_chunks(sample, 32)]
+
+    def build(tensors: dict[str, np.ndarray], rounded: dict[str, np.ndarray]) -> Checkpoint:
+        return build_quantized(config, tensors, layers, acts_all, weight_max, None,
+                               {k: v for k, v in (means or {}).items() if k not in rounded},
+                               outputs, rounded)
+
+    say(f"refit: each int8 layer on the quantized net's inputs, {len(sample)} positions")
+    return refit_layers(NumpyBackend(float_cfg, folded), folded, build, batches, weight_max)
+
+
+def _not_judged(states: list[GameState], judge: list[GameState]) -> list[GameState]:
+    """The calibration positions refit and GPTQ learn from: those not judged, if any."""
+    seen = {id(s) for s in judge}
+    return [s for s in states if id(s) not in seen] or states
+
+
+def _candidates(folded: dict[str, np.ndarray], means: Any, rounded: Any, refit: Any
+                ) -> dict[str, tuple[dict[str, np.ndarray], Any, Any]]:
+    """The nets to build and judge, by rounding: (float tensors, bias-correction means, int8
+    weights not rounded to nearest), the most elaborate first."""
+    out: dict[str, tuple[dict[str, np.ndarray], Any, Any]] = {}
+    if refit is not None:  # its layers' rounding shift is already out of their biases
+        out["refit"] = (refit.tensors, {k: v for k, v in (means or {}).items()
+                                        if k not in refit.rounded}, refit.rounded)
+    if rounded is not None:
+        out["gptq"] = (folded, means, rounded)
+    out["nearest"] = (folded, means, None)
+    return out
+
+
 # ---------------------------------------------------------------------------- the whole run
 def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOptions,
                  source: str = "model", progress: Any = None,
@@ -493,10 +499,9 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
 
     if options.rounding not in ROUNDINGS:
         raise KosumiError(f"--rounding {options.rounding!r}: use {' or '.join(ROUNDINGS)}")
-    # QAT trains its own weights (fake quantization rounds to nearest); GPTQ's then make the
-    # PTQ net the trained one is compared with
-    rounded = _rounded_weights(options, float_cfg, folded, fs, states, weight_max, say)
     judge, batches = judge_batches(fs, states, options.eval_positions)
+    fit = _not_judged(states, judge)
+    rounded = _rounded_weights(options, float_cfg, folded, fs, fit, weight_max, say)
     rows: list[LayerSensitivity] = []
     if options.keep_float == KEEP_FLOAT_AUTO or options.sensitivity:
         say(f"sensitivity: {len(names)} layers, one at a time, on {len(judge)} positions")
@@ -511,27 +516,30 @@ def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOpt
                                            means, rounded)
     info["keep_float"] = keep
     info["sensitivity"] = [r.__dict__ for r in rows]
+    refit = _refit(options, config, float_cfg, folded, layers, acts_all, weight_max, means,
+                   outputs, fs, fit, say)
     if qat is not None:
         plan_acts = {v: acts_all[v] for v in integer_plan(graph, layers, outputs).quantized
                      if v in acts_all}
         trained, learned, info["qat"] = qat(folded, layers, plan_acts, weight_max)
-    ref = _outputs(NumpyBackend(float_cfg, folded), batches)  # the float net as given
+    ref = net_outputs(NumpyBackend(float_cfg, folded), batches)  # the float net as given
 
     def judged(tensors: dict[str, np.ndarray], acts: dict[str, ActQuant], bias_means: Any,
                weights: Any) -> tuple[Checkpoint, dict[str, float]]:
         q = build_quantized(config, tensors, layers, acts, weight_max, info, bias_means,
                             outputs, weights)
-        return q, compare_outputs(ref, _outputs(Int8NumpyBackend(q.config, q.tensors), batches))
+        return q, compare_outputs(ref, net_outputs(Int8NumpyBackend(q.config, q.tensors),
+                                                   batches))
 
-    tried = {m: judged(folded, acts_all, means, w) for m, w in (("gptq", rounded),
-                                                                ("nearest", None))
-             if m == "nearest" or w is not None}
-    # GPTQ makes each layer's own output error smaller, which is not always the whole net's:
-    # the net with the higher worst-output SQNR on the judged positions is kept
+    tried = {m: judged(t, acts_all, bm, w)
+             for m, (t, bm, w) in _candidates(folded, means, rounded, refit).items()}
+    # refit and GPTQ make each layer's own output error smaller, which is not always the whole
+    # net's: the net with the higher worst-output SQNR on the judged positions is kept
     chosen = max(tried, key=lambda m: tried[m][1]["sqnr_db"])
     q, agreement = tried[chosen]
     info["rounding"] = {"asked": options.rounding, "chosen": chosen,
                         "sqnr_db": {m: round(a["sqnr_db"], 2) for m, (_, a) in tried.items()}}
+    info["rounding"].update({} if refit is None else {"refit_layers": len(refit.rounded)})
     if qat is not None:  # the trained weights answer for their own rounding: no bias means
         q, agreement = judged(trained, {**acts_all, **learned}, None, None)
         _against_ptq(info, agreement["sqnr_db"])
@@ -550,27 +558,3 @@ def _against_ptq(info: dict[str, Any], qat_db: float) -> None:
                        worse_than_ptq=qat_db < ptq_db - QAT_NOISE_DB)
     info["rounding"] = {"asked": "nearest (QAT)", "chosen": "nearest",
                         "sqnr_db": {"nearest": info["qat"]["sqnr_db"]}}
-
-
-def judge_batches(fs: Any, states: list[GameState], count: int
-                  ) -> tuple[list[GameState], list[tuple[np.ndarray, np.ndarray | None]]]:
-    """The positions the sensitivity and the agreement are judged on (``count`` spread over the
-    calibration set) and their encoded same-size batches."""
-    from kosumi.runtime.evaluator import same_size_chunks
-
-    judge = states[:: max(1, len(states) // count)][:count]
-    return judge, [fs.encode([judge[i] for i in chunk]) for chunk in same_size_chunks(judge, 64)]
-
-
-def agreement_with_float(float_net: Checkpoint, q: Checkpoint, states: list[GameState],
-                         count: int = 128) -> dict[str, float]:
-    """``compare_outputs`` of an int8 net against the float net it came from, on the positions
-    ``quantize_net`` judges on."""
-    from kosumi.runtime.numpy_backend import NumpyBackend
-    from kosumi.runtime.numpy_int8 import Int8NumpyBackend
-
-    _, batches = judge_batches(get_feature_set(float_net.config.features), states, count)
-    float_cfg = replace(float_net.config, quantization=QuantScheme(bits=16).to_dict())
-    ref = _outputs(NumpyBackend(float_cfg, fold_batchnorm(float_net.config, float_net.tensors)),
-                   batches)
-    return compare_outputs(ref, _outputs(Int8NumpyBackend(q.config, q.tensors), batches))

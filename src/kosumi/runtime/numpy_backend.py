@@ -68,9 +68,14 @@ class NumpyBackend(Backend):
     def values(self, planes: np.ndarray, globals: np.ndarray | None) -> dict[str, np.ndarray]:
         """Every value of the graph (channels-last) for one batch: what calibration reads."""
         v = graph_inputs(self.graph, planes, globals)
-        for node in self.graph.nodes:
-            v[node.output] = self._run(node, [v[name] for name in node.inputs])
+        self.advance(v, 0, len(self.graph.nodes))
         return v
+
+    def advance(self, v: dict[str, Any], start: int, stop: int) -> None:
+        """Run the graph's nodes ``start`` to ``stop - 1`` on ``v`` (the values so far, from
+        ``graph_inputs``) in place: a layer-by-layer walk (``quantize.refit``)."""
+        for node in self.graph.nodes[start:stop]:
+            v[node.output] = self._run(node, [v[name] for name in node.inputs])
 
     def _run(self, node: Node, xs: list[np.ndarray]) -> np.ndarray:
         return float_op(node, xs, self.t, self.dense)

@@ -151,9 +151,21 @@ class Int8NumpyBackend(Backend):
 
     def _run(self, planes: np.ndarray, globals: np.ndarray | None) -> dict[str, Any]:
         v = graph_inputs(self.graph, planes, globals)
-        for st in self.plan.steps:
-            v[st.output] = self._step(st, v)
+        self.advance(v, 0, len(self.plan.steps))
         return v
+
+    def advance(self, v: dict[str, Any], start: int, stop: int) -> None:
+        """Run the plan's steps ``start`` to ``stop - 1`` on ``v`` in place (quantized values
+        held as (integers, ActQuant); ``dequantized`` reads one): a layer-by-layer walk in
+        which the later layers may change between calls (``quantize.refit``)."""
+        for st in self.plan.steps[start:stop]:
+            v[st.output] = self._step(st, v)
+
+    def dequantized(self, v: dict[str, Any], name: str) -> np.ndarray:
+        """Value ``name`` of ``v`` as the next integer op sees it: quantized (quantize-in where
+        it is still float) and dequantized."""
+        act = self.acts[name]
+        return (self._quant(v, name) - act.zero_point).astype(np.float32) * np.float32(act.scale)
 
     def forward(self, planes: np.ndarray, globals: np.ndarray | None) -> dict[str, np.ndarray]:
         v = self._run(planes, globals)

@@ -105,7 +105,7 @@ def int8_net_b2c16(float_net_b2c16, calib_positions, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def int8_net_127(float_net_b2c16, calib_positions, tmp_path_factory) -> Path:
     """``float_net_b2c16`` quantized with weights in +-127 whatever this CPU is (x86 without
-    VNNI would choose +-63)."""
+    VNNI would choose +-63), every layer int8 (``--keep-float none``: the stem and heads too)."""
     from typer.testing import CliRunner
 
     from kosumi.cli import app
@@ -113,7 +113,7 @@ def int8_net_127(float_net_b2c16, calib_positions, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("q127") / "b2c16-127.safetensors"
     r = CliRunner().invoke(app, ["quantize", str(float_net_b2c16), "--calib",
                                  str(calib_positions), "--calib-size", "96", "--weight-range",
-                                 "127", "--out", str(out)])
+                                 "127", "--keep-float", "none", "--out", str(out)])
     assert r.exit_code == 0, r.output
     # held as this CPU needs (uint8 without VNNI), ONNX Runtime computes the reference's integers
     assert "convolution equal to the integer reference or 1 LSB apart" in " ".join(r.output.split())

@@ -137,10 +137,10 @@ def quantize_command(
                                    "(spread over the set)."),
     method: str = typer.Option("mse", "--method", help="Activation ranges: minmax, percentile "
                                "or mse."),
-    keep_float: str = typer.Option("auto", "--keep-float", help="auto (the most sensitive "
-                                   "layers, within --float-budget), none, or LAYER,LAYER,..."),
+    keep_float: str = typer.Option("auto", "--keep-float", help="auto (sensitive stem, "
+                                   "heads; trunk within --float-budget), none, or LAYER,..."),
     float_budget: float = typer.Option(0.05, "--float-budget", min=0.0, max=1.0,
-                                       help="auto: the share of parameters that may stay float."),
+                                       help="auto: the parameter share for float trunk layers."),
     weight_range: int | None = typer.Option(None, "--weight-range", help="Largest int8 weight "
                                             "(127; 63 avoids saturation on x86 without VNNI; "
                                             "default: by this CPU)."),

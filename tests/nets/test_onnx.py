@@ -195,8 +195,40 @@ def test_export_with_unsigned_weights_keeps_the_integer_kernels(int8_net_127, tm
     assert len(weights) >= fused[1] and all(t.data_type == onnx.TensorProto.UINT8
                                             for t in weights)
     assert read_onnx_model(out).metadata["kosumi_int8_weights"] == "uint8"
-    assert describe_onnx(out)["format"] == "ONNX (int8, uint8 weights, kosumi exporter 1)"
-    assert describe_onnx(signed)["format"] == "ONNX (int8, kosumi exporter 1)"
+    assert describe_onnx(out)["format"] == "ONNX (int8, uint8 weights, kosumi exporter 2)"
+    assert describe_onnx(signed)["format"] == "ONNX (int8, kosumi exporter 2)"
+
+
+def test_int8_stem_is_padded_to_whole_channel_groups(int8_net_127):
+    """The int8 stem reads 11 feature planes; ONNX Runtime's fast int8 convolution takes input
+    channels in groups of 4, so the export pads them to 12 with zero weights. In ONNX Runtime's
+    own optimized graph every QLinearConv then reads a multiple of 4 channels, and its outputs
+    equal, bit for bit, those of the unpadded export (the oracle: the same net without the
+    padding, what TensorRT's export takes)."""
+    from kosumi.nets.checkpoint import read_checkpoint
+    from kosumi.nets.onnx import onnx_bytes
+
+    ck = read_checkpoint(int8_net_127)
+    planes = get_feature_set(ck.config.features).num_planes
+    assert planes % 4, "the test needs a feature set whose planes are not a multiple of 4"
+    encoded = get_feature_set(ck.config.features).encode(bench_states(9, 16, seed=5))
+    feeds = {k: v for k, v in zip(("planes", "globals"), encoded, strict=True) if v is not None}
+    runs, widths = [], []
+    for pad in (False, True):
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.optimized_model_filepath = str(int8_net_127.parent / f"pad-{pad}.opt.onnx")
+        session = ort.InferenceSession(onnx_bytes(ck.config, ck.tensors, pad_channels=pad), so,
+                                       providers=["CPUExecutionProvider"])
+        runs.append(session.run(None, feeds))
+        opt = onnx.load(so.optimized_model_filepath)
+        inits = {t.name: t for t in opt.graph.initializer}
+        widths.append(sorted(int(inits[n.input[3]].dims[1]) for n in opt.graph.node
+                             if n.op_type == "QLinearConv"))
+    assert planes in widths[0] and planes not in widths[1], widths
+    assert all(w % 4 == 0 for w in widths[1]) and len(widths[1]) == len(widths[0])
+    for a, b in zip(*runs, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_bad_int8_weights_options_are_one_line_errors(int8_net_127, tmp_path):

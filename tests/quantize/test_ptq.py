@@ -43,6 +43,33 @@ def test_int8_net_plays_like_its_float_self(float_net_b2c16, int8_net_b2c16):
     assert load_evaluator(int8_net_b2c16, cache=False).backend.name == "onnxruntime"  # auto
 
 
+def test_auto_keeps_the_sensitive_ends_and_trunk_layers_within_the_budget():
+    """Hand-built sensitivity rows of a tiny net (the b2c16's shape: the stem alone is 11% of
+    the parameters): every sensitive layer outside ``blocks.`` stays float whatever the budget,
+    insensitive ones never do, and trunk layers are taken most sensitive first while their
+    parameters fit the budget."""
+    from kosumi.quantize.ptq import LayerSensitivity, choose_float_layers
+
+    rows = [LayerSensitivity("input_conv", 1584, 40.2, 0.01, 0.984),
+            LayerSensitivity("global_linear", 64, 37.0, 0.01, 1.0),
+            LayerSensitivity("blocks.0.conv1", 2304, 39.3, 0.01, 0.992),
+            LayerSensitivity("blocks.0.conv2", 2304, 44.0, 0.01, 1.0),
+            LayerSensitivity("blocks.1.conv1", 2304, 46.2, 0.01, 0.99),
+            LayerSensitivity("blocks.1.conv2", 2304, 48.9, 0.01, 1.0),
+            LayerSensitivity("policy_conv", 128, 42.0, 0.01, 0.992),
+            LayerSensitivity("policy_pass", 16, 72.3, 0.002, 1.0),
+            LayerSensitivity("value_fc1", 256, 39.3, 0.0, 1.0)]
+    total = sum(r.parameters for r in rows)  # 11,264
+    ends = {"global_linear", "value_fc1", "input_conv", "policy_conv"}
+    assert set(choose_float_layers(rows, 0.0)) == ends
+    assert set(choose_float_layers(rows, 0.05)) == ends  # 563 parameters: no trunk layer fits
+    # 2,304 fit: the most sensitive trunk layer (39.3 dB) before the next (44.0 dB)
+    assert set(choose_float_layers(rows, 2304 / total)) == ends | {"blocks.0.conv1"}
+    # 46.2 dB but it alone changes a top move: sensitive; 48.9 dB and no change: never float
+    assert set(choose_float_layers(rows, 1.0)) == ends | {"blocks.0.conv1", "blocks.0.conv2",
+                                                          "blocks.1.conv1"}
+
+
 def test_inspect_shows_the_scheme_per_layer(int8_net_b2c16):
     r = CliRunner().invoke(app, ["inspect", str(int8_net_b2c16), "--json"])
     assert r.exit_code == 0, r.output

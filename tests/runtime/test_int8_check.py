@@ -27,7 +27,7 @@ def test_onnxruntime_int8_run_matches_the_integer_reference(int8_net_b2c16):
     integer reference on the same inputs: equal, or 1 LSB apart (weights in the range this CPU's
     kernels take, kosumi quantize's default)."""
     worst, compared = lsb_apart(read_checkpoint(int8_net_b2c16))
-    assert worst <= 1 and compared > 10
+    assert worst <= 1 and compared >= 8  # the trunk's; auto keeps the stem and heads float
 
 
 def test_unsigned_weights_run_exactly_on_every_cpu(int8_net_127):
@@ -62,7 +62,8 @@ def test_onnxruntime_qlinearconv_agrees_layer_by_layer(int8_net_b2c16, int8_net_
     for net in (int8_net_b2c16, int8_net_127):
         q = read_checkpoint(net)
         r = layer_lsb_apart(q.config, q.tensors, states, int8_weight_type(q.config))
-        assert r["max_lsb"] <= 1 and r["layers"] >= 4, r
+        # auto: the trunk's convolutions; none: also the stem and the heads' 3x3/1x1 ones
+        assert r["max_lsb"] <= 1 and r["layers"] >= (3 if net == int8_net_b2c16 else 7), r
     q = read_checkpoint(int8_net_127)
     r = layer_lsb_apart(q.config, q.tensors, states, "int8")
     assert (r["max_lsb"] > 1) == int8_pairs_saturate(), r

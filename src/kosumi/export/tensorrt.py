@@ -93,7 +93,7 @@ def build_engine(checkpoint: Checkpoint, precision: str = "fp16", batch: str = "
     flag_enum = trt.NetworkDefinitionCreationFlag
     strongly = hasattr(flag_enum, "STRONGLY_TYPED")
     onnx_precision = precision if strongly or precision == "int8" else "fp32"
-    model = onnx_bytes(config, checkpoint.tensors, onnx_precision)
+    model = onnx_bytes(config, checkpoint.tensors, onnx_precision, pad_channels=False)
     logger = trt.Logger(trt.Logger.WARNING)
     builder = trt.Builder(logger)
     flags = 1 << int(flag_enum.STRONGLY_TYPED) if strongly else 0

@@ -43,13 +43,14 @@ from kosumi.nets.graph import Graph, Node, inference_graph
 OPSET = 17
 IR_VERSION = 8
 ONNX_FORMAT = "kosumi-onnx"
-EXPORTER_VERSION = "1"
+EXPORTER_VERSION = "2"
 PRODUCER = "kosumi"
 PRECISIONS = ("fp32", "fp16")  # of a float net; a quantized net's is its scheme's
 META_FORMAT, META_CONFIG, META_PRECISION = "kosumi_format", "kosumi_config", "kosumi_precision"
 META_EXPORTER, META_SOURCE = "kosumi_exporter", "kosumi_source_sha256"
 META_INT8_WEIGHTS = "kosumi_int8_weights"  # "uint8" after unsigned_weights; absent: int8
 INT8_WEIGHTS = ("int8", "uint8")
+CONV_CHANNEL_MULTIPLE = 4  # int8 convolutions' input channels are padded to a multiple of it
 
 
 def tensors_sha256(config: NetConfig, tensors: dict[str, np.ndarray]) -> str:
@@ -149,11 +150,14 @@ class _QdqBuilder(_OnnxBuilder):
     """An int8 net (``nets.quant``) as explicit QuantizeLinear/DequantizeLinear ONNX built from
     kosumi's own scales: int8 weights and int32 biases as initializers behind
     DequantizeLinear, every quantized activation as a Q/DQ pair with zero point 0 (uint8 or
-    int8), ReLUs left out where a uint8 Q's clamp is the ReLU, integer adds as DQ-Add-Q. ONNX
+    int8), ReLUs left out where a uint8 Q's clamp is the ReLU, integer adds as DQ-Add-Q, an
+    int8 convolution's input padded to whole groups of 4 channels (``_padded_input``). ONNX
     Runtime fuses these patterns into its integer kernels (QLinearConv, QGemm, QLinearAdd)."""
 
-    def __init__(self, graph: Graph, t: dict[str, np.ndarray], config: NetConfig):
+    def __init__(self, graph: Graph, t: dict[str, np.ndarray], config: NetConfig,
+                 pad_channels: bool = True):
         super().__init__(graph, {}, half=False)
+        self.pad_channels = pad_channels
         from kosumi.nets.quant import check_quantized_tensors, integer_plan, scheme_of
 
         self.scheme = scheme_of(config)
@@ -194,9 +198,11 @@ class _QdqBuilder(_OnnxBuilder):
         dequantized one (what a float op reads)."""
         return self.fvals[value] if value in self.fvals else self.dequantized(value)
 
-    def _dq_weight(self, name: str) -> str:
+    def _dq_weight(self, name: str, pad_inputs: int = 0) -> str:
         t = self.raw
         w = t[f"{name}.weight"]
+        if pad_inputs:  # zero weights for the padded input channels (``_padded_input``)
+            w = np.pad(w, [(0, 0), (0, pad_inputs)] + [(0, 0)] * (w.ndim - 2))
         sw = t[f"{name}.weight_scale"].astype(np.float32)
         o = w.shape[0]
         wq = self.const(f"{name}.weight_q", w, np.int8)
@@ -204,11 +210,30 @@ class _QdqBuilder(_OnnxBuilder):
         w_zero = self.const(f"{name}.weight_zero", np.zeros(o, np.int8), np.int8)
         return self.op("DequantizeLinear", [wq, w_scale, w_zero], axis=0)
 
+    def _padded_input(self, value: str, channels: int) -> tuple[str, int]:
+        """(DequantizeLinear of ``value``'s quantized tensor padded with zero-point channels up
+        to a multiple of ``CONV_CHANNEL_MULTIPLE``, how many were added). ONNX Runtime's fast
+        symmetric int8 convolution on the CPU (MLAS's ConvSym) takes input channels in groups
+        of 4 and leaves a convolution with any other count to its slower im2col GEMM: the stem
+        of 11 feature planes ran at a third of a trunk convolution's speed per multiply-add.
+        The padded channels meet zero weights, so every integer stays the same. Not for
+        TensorRT or CUDA (``pad_channels`` False), which pad channels their own way."""
+        extra = -channels % CONV_CHANNEL_MULTIPLE if self.pad_channels else 0
+        if not extra:
+            return self.dequantized(value), 0
+        scale, zp = self._act_consts(value)
+        pads = self.const(f"pad_channels_{extra}", [0, 0, 0, 0, 0, extra, 0, 0], np.int64)
+        padded = self.op("Pad", [self.quantized(value), pads, zp], mode="constant")
+        return self.op("DequantizeLinear", [padded, scale, zp]), extra
+
     def _int_layer(self, st: Any) -> None:
         n = st.node
         t = self.raw
-        xf = self.dequantized(n.inputs[0])  # quantize-in first if it was float
-        wf = self._dq_weight(n.name)
+        if n.op == "conv":  # quantize-in first if it was float
+            xf, extra = self._padded_input(n.inputs[0], int(t[f"{n.name}.weight"].shape[1]))
+        else:
+            xf, extra = self.dequantized(n.inputs[0]), 0
+        wf = self._dq_weight(n.name, extra)
         sx = self.acts[n.inputs[0]].scale
         b_scale = (np.float64(sx) * t[f"{n.name}.weight_scale"].astype(np.float64)).astype(
             np.float32)
@@ -275,10 +300,11 @@ def _output_dims(name: str, config: NetConfig, size: str | int) -> list[str | in
 
 
 def onnx_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: str = "fp32",
-               source_sha256: str | None = None) -> Any:
+               source_sha256: str | None = None, pad_channels: bool = True) -> Any:
     """The ONNX ``ModelProto`` of a net (see the module docstring). Needs the ``onnx`` package;
-    KosumiError if it is missing or the precision unknown."""
-    return _build_model(config, tensors, precision, source_sha256)[0]
+    KosumiError if it is missing or the precision unknown. ``pad_channels``: an int8 net's
+    convolution inputs padded for ONNX Runtime's CPU kernels (``_QdqBuilder._padded_input``)."""
+    return _build_model(config, tensors, precision, source_sha256, pad_channels)[0]
 
 
 def int8_model_with_values(config: NetConfig, tensors: dict[str, np.ndarray]
@@ -298,7 +324,7 @@ def int8_model_with_values(config: NetConfig, tensors: dict[str, np.ndarray]
 
 
 def _build_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: str,
-                 source_sha256: str | None) -> tuple[Any, Any]:
+                 source_sha256: str | None, pad_channels: bool = True) -> tuple[Any, Any]:
     """(ModelProto, the builder that made it): ``onnx_model``'s work."""
     try:
         import onnx
@@ -316,7 +342,7 @@ def _build_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: s
     folded = tensors if config.quantized else fold_batchnorm(config, tensors)
     half = precision == "fp16"
     if int8:
-        b: _OnnxBuilder = _QdqBuilder(graph, folded, config)
+        b: _OnnxBuilder = _QdqBuilder(graph, folded, config, pad_channels)
     else:
         b = _OnnxBuilder(graph, {k: v.astype(np.float16 if half else np.float32)
                                  for k, v in folded.items()}, half)
@@ -405,12 +431,13 @@ def unsigned_weights(model: Any) -> int:
 
 
 def onnx_bytes(config: NetConfig, tensors: dict[str, np.ndarray], precision: str = "fp32",
-               check: bool = True, int8_weights: str = "int8") -> bytes:
+               check: bool = True, int8_weights: str = "int8", pad_channels: bool = True) -> bytes:
     """The serialized model, checked with ``onnx.checker`` (full check) when ``check``;
-    ``int8_weights`` "uint8" stores an int8 net's weights unsigned (``unsigned_weights``)."""
+    ``int8_weights`` "uint8" stores an int8 net's weights unsigned (``unsigned_weights``);
+    ``pad_channels`` as in ``onnx_model``."""
     import onnx
 
-    model = onnx_model(config, tensors, precision)
+    model = onnx_model(config, tensors, precision, pad_channels=pad_channels)
     if int8_weights == "uint8" and is_int8(config):
         unsigned_weights(model)
     if check:

@@ -10,8 +10,9 @@ Steps (``bits`` 8):
 2. run the float graph over the calibration positions and keep every value's range
    (``quantize.calibration``);
 3. choose the layers kept in float: ``none``; a list of layer names; or ``auto``: quantize one
-   layer at a time (``sensitivity``) and keep the most sensitive ones in float while their
-   weights stay within ``float_budget`` of the net's parameters;
+   layer at a time (``sensitivity``) and keep the sensitive ones at the net's ends (stem,
+   global inputs, heads) in float, and the most sensitive trunk layers while their weights stay
+   within ``float_budget`` of the net's parameters;
 4. quantize: weights symmetric per output channel to [-weight_max, weight_max] (127, or 63 on
    x86 CPUs without VNNI, where ONNX Runtime's uint8 x int8 kernels can saturate), activations
    per tensor from the calibrated ranges (uint8 where never negative, else int8; zero points 0),
@@ -74,7 +75,7 @@ class QuantizeOptions:
     method: str = "mse"
     percentile: float = 99.99
     keep_float: str | list[str] = KEEP_FLOAT_AUTO  # "auto" | "none" | layer names
-    float_budget: float = 0.05  # auto: at most this fraction of the parameters stays float
+    float_budget: float = 0.05  # auto: the trunk layers kept float, a share of the parameters
     weight_max: int | None = None  # None: by this CPU (127 with VNNI or on ARM, else 63)
     activations: str = "uint8"  # "uint8" (ONNX Runtime on CPUs) | "int8" (TensorRT)
     eval_positions: int = 128  # sensitivity: positions of the calibration set to judge on
@@ -265,18 +266,30 @@ def sensitivity(config: NetConfig, folded: dict[str, np.ndarray], acts_all: dict
     return rows
 
 
+def in_trunk(layer: str) -> bool:
+    """A layer of the residual trunk (``blocks.K.*``), not the stem, global inputs or heads."""
+    return layer.startswith("blocks.")
+
+
 def choose_float_layers(rows: list[LayerSensitivity], budget: float,
                         threshold_db: float = 45.0) -> list[str]:
-    """``auto``: the most sensitive layers first (lowest output SQNR when quantized alone, then
-    top-1), kept in float while their parameters stay within ``budget`` of the net's; a layer
-    is sensitive below ``threshold_db`` or when alone it changes a top move."""
+    """``auto``: a layer is sensitive below ``threshold_db`` (output SQNR when quantized alone)
+    or when alone it changes a top move. The sensitive layers at the net's ends (the stem, the
+    global inputs, the heads) are kept in float: they are where int8 costs most, reading binary
+    planes or writing the outputs, their size is set by the net's inputs and outputs rather than
+    its depth, and float there costs ONNX Runtime no requantisation inside the integer trunk
+    (the b2c16's stem alone is 11% of its parameters and halved its policy KL). Trunk layers
+    follow, most sensitive first (lowest SQNR, then top-1), while they stay within ``budget``
+    of the net's parameters."""
     total = sum(r.parameters for r in rows)
     allowed = budget * total
     keep, used = [], 0
-    for r in sorted(rows, key=lambda r: (r.sqnr_db, r.top1)):
+    for r in sorted(rows, key=lambda r: (in_trunk(r.name), r.sqnr_db, r.top1)):
         if r.sqnr_db >= threshold_db and r.top1 >= 0.999:
             continue
-        if used + r.parameters <= allowed:
+        if not in_trunk(r.name):
+            keep.append(r.name)
+        elif used + r.parameters <= allowed:
             keep.append(r.name)
             used += r.parameters
     return keep

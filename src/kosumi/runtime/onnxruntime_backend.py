@@ -75,14 +75,15 @@ def _cache_path(key_text: str) -> tuple[Path, Path]:
 
 
 def cached_onnx(config: NetConfig, tensors: dict[str, np.ndarray], precision: str,
-                int8_weights: str = "int8") -> Path:
-    """The ONNX file of a net in the on-disk cache, exported now if it is not there yet."""
-    suffix = ":uint8" if int8_weights == "uint8" else ""
+                int8_weights: str = "int8", pad_channels: bool = True) -> Path:
+    """The ONNX file of a net in the on-disk cache, exported now if it is not there yet
+    (``pad_channels``: ``nets.onnx.onnx_model``'s, False for CUDA)."""
+    suffix = (":uint8" if int8_weights == "uint8" else "") + ("" if pad_channels else ":nopad")
     folder, path = _cache_path(f"{tensors_sha256(config, tensors)}:{precision}{suffix}")
     if path.exists():
         return path
     return _store(folder, path, onnx_bytes(config, tensors, precision, check=False,
-                                           int8_weights=int8_weights))
+                                           int8_weights=int8_weights, pad_channels=pad_channels))
 
 
 def _unsigned_copy(model: Path, meta: dict[str, str]) -> Path:
@@ -201,7 +202,8 @@ def open_onnxruntime(config: NetConfig, source: dict[str, np.ndarray] | Path,
         if options.precision not in ("auto", own):
             raise KosumiError(f"an {own} net runs in {own} (asked for {options.precision})")
         weights = "int8" if options.cuda else int8_weight_type(config)
-        return OnnxRuntimeBackend(cached_onnx(config, source, own, weights), options,
+        return OnnxRuntimeBackend(cached_onnx(config, source, own, weights,
+                                              pad_channels=not options.cuda), options,
                                   int8_weights=weights)
     precision = "fp32" if options.precision == "auto" else options.precision
     if precision not in ("fp32", "fp16"):

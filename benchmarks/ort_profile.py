@@ -3,7 +3,7 @@
 Shows whether an int8 model really runs in int8 kernels (QLinearConv, QGemm) or falls back to
 float Conv (a DQ-Conv without a Q after it is not fused). One thread, random 0/1 inputs.
 
-    python benchmarks/ort_profile.py g170-fp32.onnx g170-int8.onnx --batch 64 --size 9
+    python benchmarks/ort_profile.py g170-fp32.onnx g170-int8.onnx --batch 64 --size 9 [--nodes 20]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import onnxruntime as ort
 
 
-def profile(path: str, batch: int, size: int, calls: int) -> dict:
+def profile(path: str, batch: int, size: int, calls: int, nodes: int = 0) -> dict:
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.enable_profiling = True
@@ -38,12 +38,22 @@ def profile(path: str, batch: int, size: int, calls: int) -> dict:
     ms = (time.perf_counter() - t) / calls * 1e3
     events = json.loads(Path(session.end_profiling()).read_text())
     per_op: collections.Counter = collections.Counter()
+    per_node: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
     for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
             per_op[e["args"]["op_name"]] += e["dur"]
+            per_node[(e["name"].removesuffix("_kernel_time"), e["args"]["op_name"])].append(
+                e["dur"])
     total = sum(per_op.values()) or 1
-    return {"model": path, "ms_per_batch": round(ms, 2),
-            "op_share": {op: round(100 * d / total, 1) for op, d in per_op.most_common(8)}}
+    out = {"model": path, "ms_per_batch": round(ms, 2),
+           "op_share": {op: round(100 * d / total, 1) for op, d in per_op.most_common(8)},
+           "op_us_per_call": {op: round(d / (calls + 3), 1) for op, d in per_op.most_common(8)}}
+    if nodes:  # the slowest nodes (ONNX Runtime's node names), by their median time in a call
+        order = [k for k, _ in sorted(per_node.items(), key=lambda kv: -float(np.median(kv[1])))]
+        out["slowest_nodes_median_us"] = [
+            {"node": n, "op": op, "us": float(np.median(per_node[(n, op)]))}
+            for n, op in order[:nodes]]
+    return out
 
 
 def main() -> int:
@@ -52,9 +62,10 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--size", type=int, default=9)
     ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--nodes", type=int, default=0, help="also the N slowest nodes (medians)")
     args = ap.parse_args()
-    print(json.dumps([profile(m, args.batch, args.size, args.calls) for m in args.models],
-                     indent=2))
+    print(json.dumps([profile(m, args.batch, args.size, args.calls, args.nodes)
+                      for m in args.models], indent=2))
     return 0
 
 

@@ -44,7 +44,7 @@ def test_int8_net_plays_like_its_float_self(float_net_b2c16, int8_net_b2c16):
 
 
 def test_auto_keeps_the_sensitive_ends_and_trunk_layers_within_the_budget():
-    """Hand-built sensitivity rows of a tiny net (the b2c16's shape: the stem alone is 11% of
+    """Hand-built sensitivity rows of a tiny net (the b2c16's shape: the stem alone is 14% of
     the parameters): every sensitive layer outside ``blocks.`` stays float whatever the budget,
     insensitive ones never do, and trunk layers are taken most sensitive first while their
     parameters fit the budget."""

@@ -3,6 +3,10 @@
 
     python benchmarks/engine_speed.py [--visits 800] [--batch 8] [--repeat 3] [--out results.json]
 
+The Leela Zero comparison (``--lz-archs``) times the same lz-head net three ways: ``leelaz
+--cpu-only --benchmark -t 1``, kosumi's search in this process, and ``kosumi gtp`` itself
+(``genmove b`` on the empty board, timed through its pipes: ``kosumi_gtp``).
+
 Prints one JSON object; each engine figure is the best of ``--repeat`` searches (the machine's
 noise only ever adds time). "overhead_us_per_playout" is everything the search does per playout
 except the backend's forward pass: tree walk, board copies and moves, legal masks, feature
@@ -162,6 +166,32 @@ def quantized_copy(net: Path, tmp: Path, sizes: list[int]) -> Path:
     return out
 
 
+def gtp_speed(model: Path, size: int, visits: int, batch: int, backend: str,
+              repeat: int = 3) -> dict:
+    """Playouts/s of ``kosumi gtp`` itself: ``genmove b`` on an empty board after
+    ``clear_board`` (a fresh tree), timed by the client (pipes included), best of ``repeat``
+    after one warm-up move. Each search has a komi of its own: the engine's evaluation cache is
+    keyed by it, so no search reuses another's evaluations (an lz-head net does not read komi)."""
+    from kosumi.engine.gtp_client import GTPProcess
+
+    command = [sys.executable, "-m", "kosumi", "gtp", "--model", str(model), "--backend",
+               backend, "--threads", "1", "--visits", str(visits), "--batch", str(batch)]
+    best = float("inf")
+    with GTPProcess(command, name="kosumi") as engine:
+        engine.send(f"boardsize {size}", timeout=60)
+        engine.send("komi 0.5", timeout=60)
+        engine.send("clear_board", timeout=60)
+        engine.send("genmove b", timeout=600)
+        for r in range(max(1, repeat)):
+            engine.send(f"komi {7.5 + r}", timeout=60)
+            engine.send("clear_board", timeout=60)
+            t0 = time.perf_counter()
+            engine.send("genmove b", timeout=600)
+            best = min(best, time.perf_counter() - t0)
+    return {"command": " ".join(["kosumi", *command[3:]]),
+            "playouts_per_s": round(visits / best, 1)}
+
+
 def leelaz_comparison(tmp: Path, visits: int, batch: int, arch: str = "b6c64",
                       repeat: int = 3, backend: str = "torch", int8: bool = False) -> dict:
     """The same lz-head net in Leela Zero's own engine (``leelaz --benchmark``, 1 thread,
@@ -194,9 +224,11 @@ def leelaz_comparison(tmp: Path, visits: int, batch: int, arch: str = "b6c64",
     kosumi = engine_speed(model, 19, visits, batch, GameState(19, 7.5), repeat=repeat,
                           backend=backend)
     out["kosumi"] = kosumi
-    if out["leelaz_playouts_per_s"]:
-        out["kosumi_over_leelaz"] = round(kosumi["playouts_per_s"] / out["leelaz_playouts_per_s"],
-                                          2)
+    out["kosumi_gtp"] = gtp_speed(model, 19, visits, batch, backend, repeat=repeat)
+    lz = out["leelaz_playouts_per_s"]
+    if lz:
+        out["kosumi_over_leelaz"] = round(kosumi["playouts_per_s"] / lz, 2)
+        out["kosumi_gtp_over_leelaz"] = round(out["kosumi_gtp"]["playouts_per_s"] / lz, 2)
     return out
 
 

@@ -2,12 +2,17 @@
 300 reference positions): top-1, tie-aware top-1, policy KL and value MAE per board size.
 
     python benchmarks/int8_agreement.py --float default --positions dev9,dev19 Q1.safetensors ...
-                                        [--backend onnxruntime|numpy] [--out agreement.json]
+                                        [--backend onnxruntime|numpy] [--symmetries K]
+                                        [--out agreement.json]
 
 The float net runs on ONNX Runtime fp32, each quantized net on ``--backend`` (its own
 precision), 1 thread, batches of 32; the figures are ``kosumi.runtime.agreement``'s.
-``--positions`` takes any positions or label folders kosumi reads, comma-separated (e.g. the
-development sets of ``kosumi selfplay``).
+``--positions`` takes any positions or label folders or JSON Lines files of positions kosumi
+reads, comma-separated (e.g. the development sets of ``kosumi selfplay``, or
+``../shared/reference/katago-g170-b6c96/raw_nn.jsonl``). ``--symmetries K`` evaluates both nets
+averaged over the first K of the 8 board symmetries (as ``kosumi gtp --symmetries K`` does);
+``--self-symmetry`` adds, as a yardstick, how the float net agrees with itself on the board
+transposed (one symmetry each: the identity against symmetry 4 mapped back).
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ from pathlib import Path
 
 from emit import emit
 
-from kosumi.distill.positions import read_positions
-from kosumi.runtime import load_evaluator
+from kosumi.quantize.calibration import read_calibration
+from kosumi.runtime import NetEvaluator, load_evaluator
 from kosumi.runtime.agreement import agreement, evaluate_all
 
 
@@ -28,18 +33,27 @@ def main() -> int:
     ap.add_argument("--float", dest="float_model", required=True, help="their float net")
     ap.add_argument("--positions", required=True, help="positions folders, comma-separated")
     ap.add_argument("--backend", default="onnxruntime", help="of the quantized nets")
+    ap.add_argument("--symmetries", type=int, default=1, help="of both nets (1..8)")
+    ap.add_argument("--self-symmetry", action="store_true",
+                    help="also the float net against itself on the transposed board")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    states = [p.to_state() for folder in args.positions.split(",")
-              for p in read_positions(folder)]
+    states = [s for folder in args.positions.split(",")
+              for s in read_calibration(folder, limit=None)]
     sizes = [s.size for s in states]
-    ref = evaluate_all(load_evaluator(args.float_model, backend="onnxruntime", cache=False,
-                                      threads=1), states)
+    k = args.symmetries
+    floats = load_evaluator(args.float_model, backend="onnxruntime", cache=False, threads=1,
+                            symmetries=k)
+    ref = evaluate_all(floats, states)
     report = {"float": args.float_model, "positions": args.positions, "backend": args.backend,
-              "nets": {}}
+              "symmetries": k, "nets": {}}
+    if args.self_symmetry:
+        one = [NetEvaluator(floats.backend, floats.config, symmetries=syms) for syms in [1, (4,)]]
+        report["float_vs_itself_transposed"] = agreement(*(evaluate_all(e, states) for e in one),
+                                                         sizes)
     for model in args.models:
-        got = evaluate_all(load_evaluator(model, backend=args.backend, cache=False, threads=1),
-                           states)
+        got = evaluate_all(load_evaluator(model, backend=args.backend, cache=False, threads=1,
+                                          symmetries=k), states)
         report["nets"][model] = agreement(ref, got, sizes)
     return emit(report, args.out)
 

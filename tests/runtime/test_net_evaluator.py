@@ -99,6 +99,24 @@ def test_eight_symmetry_average_is_equivariant(model_file, size, moves):
     assert not_equivariant > 0  # the test can fail: a single symmetry is not equivariant
 
 
+@pytest.mark.parametrize("sym", [1, 4, 6])
+def test_one_chosen_symmetry_is_the_net_on_the_transformed_board(model_file, sym):
+    """symmetries=(j,) must give the identity evaluation of the game replayed with every move
+    transformed by j, mapped back: the oracle is the transformed replay, not the permutation."""
+    s = GameState(9, 7.5)
+    for v in ["E5", "C3", "G7", "C7", "G3", "D4", "F6", "B2"]:
+        s.play(vertex_to_point(v, 9))
+    ev1 = load_evaluator(model_file, symmetries=1, cache=False)
+    one = NetEvaluator(ev1.backend, ev1.config, symmetries=(sym,)).evaluate_one(s)
+    t = ev1.evaluate_one(transformed(s, sym))
+    np.testing.assert_allclose(apply_symmetry(one.policy, 9, sym), t.policy, atol=2e-6)
+    np.testing.assert_allclose(apply_symmetry(one.ownership, 9, sym), t.ownership, atol=2e-6)
+    assert abs(one.value - t.value) < 1e-6
+    assert not np.allclose(one.policy, ev1.evaluate_one(s).policy, atol=1e-4)
+    with pytest.raises(KosumiError, match=r"indices 0\.\.7"):
+        NetEvaluator(ev1.backend, ev1.config, symmetries=(8,))
+
+
 class EchoBackend(Backend):
     """A fake, exactly equivariant 'network': policy logits = 3 * own stones + 1 * opponent
     stones (+ a fixed pass logit), value/score/ownership fixed or derived from the planes."""

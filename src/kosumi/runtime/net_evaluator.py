@@ -22,7 +22,8 @@ reports them.
 
 With ``symmetries=8`` the result is exactly equivariant: evaluating a transformed position gives
 the transformed policy/ownership (up to float rounding) and the same value. ``symmetries=k < 8``
-uses the first k symmetries 0..k-1 (cheaper, not equivariant).
+uses the first k symmetries 0..k-1 (cheaper, not equivariant); a sequence of indices uses those
+(``(4,)``: the net on the transposed board, mapped back).
 """
 
 from __future__ import annotations
@@ -89,14 +90,20 @@ def win_probability(value: np.ndarray, kind: str) -> np.ndarray:
 class NetEvaluator(Evaluator):
     """Evaluate positions with a network run by ``backend`` and described by ``config``."""
 
-    def __init__(self, backend: Backend, config: NetConfig, symmetries: int = 1,
+    def __init__(self, backend: Backend, config: NetConfig, symmetries: int | Sequence[int] = 1,
                  name: str = "net", max_batch: int = 256):
-        if not 1 <= int(symmetries) <= 8:
-            raise KosumiError(f"symmetries must be 1..8, not {symmetries}")
+        if isinstance(symmetries, int):
+            if not 1 <= symmetries <= 8:
+                raise KosumiError(f"symmetries must be 1..8, not {symmetries}")
+            syms = tuple(range(symmetries))
+        else:  # chosen symmetries, e.g. (4,): the transpose alone
+            syms = tuple(int(j) for j in symmetries)
+            if not syms or not all(0 <= j < 8 for j in syms):
+                raise KosumiError(f"symmetries must be indices 0..7, not {list(symmetries)}")
         self.backend = backend
         self.config = config
         self.features = get_feature_set(config.features)
-        self.symmetries = tuple(range(int(symmetries)))
+        self.symmetries = syms
         self.name = name
         self.max_batch = max(1, int(max_batch))
 
@@ -123,7 +130,7 @@ class NetEvaluator(Evaluator):
         logits = out["policy"].reshape(k, bsz, nn + 1)
         own_raw = out.get("ownership")
         own = None if own_raw is None else np.tanh(own_raw.reshape(k, bsz, nn))
-        if k > 1:
+        if syms != (0,):  # back to the original frame (any symmetry but the identity alone)
             logits = logits.copy()
             to_original_frame(n, syms, logits, own)
         policy = masked_softmax(logits, legal[None])

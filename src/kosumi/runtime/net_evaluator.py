@@ -92,10 +92,10 @@ class NetEvaluator(Evaluator):
 
     def __init__(self, backend: Backend, config: NetConfig, symmetries: int | Sequence[int] = 1,
                  name: str = "net", max_batch: int = 256):
-        if isinstance(symmetries, int):
-            if not 1 <= symmetries <= 8:
+        if not isinstance(symmetries, Sequence):  # a count: the first k symmetries
+            if not 1 <= int(symmetries) <= 8:
                 raise KosumiError(f"symmetries must be 1..8, not {symmetries}")
-            syms = tuple(range(symmetries))
+            syms = tuple(range(int(symmetries)))
         else:  # chosen symmetries, e.g. (4,): the transpose alone
             syms = tuple(int(j) for j in symmetries)
             if not syms or not all(0 <= j < 8 for j in syms):

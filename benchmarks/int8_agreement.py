@@ -12,7 +12,9 @@ reads, comma-separated (e.g. the development sets of ``kosumi selfplay``, or
 ``../shared/reference/katago-g170-b6c96/raw_nn.jsonl``). ``--symmetries K`` evaluates both nets
 averaged over the first K of the 8 board symmetries (as ``kosumi gtp --symmetries K`` does);
 ``--self-symmetry`` adds, as a yardstick, how the float net agrees with itself on the board
-transposed (one symmetry each: the identity against symmetry 4 mapped back).
+transposed (one symmetry each: the identity against symmetry 4 mapped back). ``misses`` counts
+the positions whose top move differs and gives the smallest share of its best move's
+probability the float net gives the quantized net's choice there (1.0: an exact tie).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
 from emit import emit
 
 from kosumi.quantize.calibration import read_calibration
@@ -27,11 +30,25 @@ from kosumi.runtime import NetEvaluator, load_evaluator
 from kosumi.runtime.agreement import agreement, evaluate_all
 
 
+def misses(ref, got, sizes) -> dict:
+    """Per board size: the positions whose top move differs, and the smallest share of its best
+    move's probability that the float net gives the quantized net's choice there."""
+    out = {}
+    for n in sorted(set(sizes), reverse=True):
+        shares = [float(r.policy[int(np.argmax(g.policy))] / r.policy.max())
+                  for r, g, s in zip(ref, got, sizes, strict=True)
+                  if s == n and np.argmax(g.policy) != np.argmax(r.policy)]
+        out[f"{n}x{n}"] = {"count": len(shares),
+                           "smallest_share_of_best": round(min(shares), 3) if shares else None}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="+", help="quantized nets to judge")
     ap.add_argument("--float", dest="float_model", required=True, help="their float net")
-    ap.add_argument("--positions", required=True, help="positions folders, comma-separated")
+    ap.add_argument("--positions", required=True,
+                    help="positions or label folders or JSON Lines files, comma-separated")
     ap.add_argument("--backend", default="onnxruntime", help="of the quantized nets")
     ap.add_argument("--symmetries", type=int, default=1, help="of both nets (1..8)")
     ap.add_argument("--self-symmetry", action="store_true",
@@ -55,6 +72,7 @@ def main() -> int:
         got = evaluate_all(load_evaluator(model, backend=args.backend, cache=False, threads=1,
                                           symmetries=k), states)
         report["nets"][model] = agreement(ref, got, sizes)
+        report["nets"][model]["misses"] = misses(ref, got, sizes)
     return emit(report, args.out)
 
 

@@ -31,6 +31,7 @@ import onnx
 import onnxruntime as ort
 from emit import emit
 from onnx import numpy_helper
+from ort_profile import random_feeds
 
 GLOBAL_PLANES = 4
 
@@ -102,7 +103,6 @@ def fused(model: onnx.ModelProto) -> onnx.ModelProto:
 def time_models(paths: dict[str, Path], batch: int, size: int, rounds: int,
                 seconds: float) -> dict[str, float]:
     """Median ms per batch of each model, rounds interleaved, one thread, random 0/1 inputs."""
-    rng = np.random.default_rng(0)
     runs = {}
     for name, path in paths.items():
         so = ort.SessionOptions()
@@ -110,10 +110,7 @@ def time_models(paths: dict[str, Path], batch: int, size: int, rounds: int,
         so.inter_op_num_threads = 1
         so.log_severity_level = 3  # the cuts leave inputs unused
         session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-        feeds = {}
-        for i in session.get_inputs():
-            shape = [batch] + [size if not isinstance(d, int) else d for d in i.shape[1:]]
-            feeds[i.name] = (rng.random(shape) < 0.3).astype(np.float32)
+        feeds = random_feeds(session, batch, size, density=0.3)
         session.run(None, feeds)
         runs[name] = (session, feeds)
     times: dict[str, list[float]] = {name: [] for name in paths}

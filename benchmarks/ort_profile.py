@@ -19,17 +19,25 @@ import numpy as np
 import onnxruntime as ort
 
 
+def random_feeds(session: ort.InferenceSession, batch: int, size: int,
+                 density: float = 0.5) -> dict[str, np.ndarray]:
+    """Random 0/1 float32 inputs for every input of ``session``: ``batch`` first, ``size`` for
+    the other dynamic axes (the board's)."""
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for i in session.get_inputs():
+        shape = [batch] + [d if isinstance(d, int) else size for d in i.shape[1:]]
+        feeds[i.name] = (rng.random(shape) < density).astype(np.float32)
+    return feeds
+
+
 def profile(path: str, batch: int, size: int, calls: int, nodes: int = 0) -> dict:
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.enable_profiling = True
     so.profile_file_prefix = str(Path(tempfile.mkdtemp()) / "ort")
     session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    rng = np.random.default_rng(0)
-    feeds = {}
-    for i in session.get_inputs():
-        shape = [batch] + [d if isinstance(d, int) else size for d in i.shape[1:]]
-        feeds[i.name] = (rng.random(shape) > 0.5).astype(np.float32)
+    feeds = random_feeds(session, batch, size)
     for _ in range(3):
         session.run(None, feeds)
     t = time.perf_counter()

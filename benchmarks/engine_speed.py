@@ -89,6 +89,7 @@ def engine_speed(model: Path, size: int, visits: int, batch: int,
     from kosumi.runtime import load_evaluator
 
     evaluator = load_evaluator(model, threads=1, cache=False, backend=backend)
+    form = getattr(evaluator.backend, "int8_weights", None)  # onnxruntime: how it holds int8
     timed = TimedBackend(evaluator.backend)
     evaluator.backend = timed
     if state is None:
@@ -111,6 +112,8 @@ def engine_speed(model: Path, size: int, visits: int, batch: int,
             "overhead_us_per_playout": round(outside / playouts * 1e6, 1),
             "share_outside_net": round(outside / total, 3),
         }
+        if form and form != "int8":
+            run["int8_weights"] = form
         if best is None or run["overhead_us_per_playout"] < best["overhead_us_per_playout"]:
             best = run
     return best

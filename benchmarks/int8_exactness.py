@@ -2,9 +2,10 @@
 
     python benchmarks/int8_exactness.py Q.safetensors [Q2 ...] [--positions 8] [--size 9,19]
 
-For each quantized checkpoint, both ways of holding its weights in the ONNX file (int8, the
+For each quantized checkpoint, every way of holding its weights in the ONNX file (int8, the
 default; uint8 with zero point 128, what the onnxruntime backend takes on x86 without VNNI for
-weights beyond +-63): the largest difference from the integer reference in LSB over every
+weights beyond +-63; offset, int8 with zero point -1, what it takes where AMX tiles make ONNX
+Runtime's QGEMM path faster): the largest difference from the integer reference in LSB over every
 quantized activation of the whole net, the share of values more than 1 LSB apart, and the
 largest difference with each int8 convolution run alone on the reference's input (where the
 contract is 1 LSB) and its layer (``kosumi.runtime.int8_check``). One JSON object with this
@@ -19,6 +20,7 @@ from pathlib import Path
 from emit import emit
 
 from kosumi.nets.checkpoint import read_checkpoint
+from kosumi.nets.onnx import INT8_WEIGHTS
 from kosumi.nets.quant import scheme_of
 from kosumi.runtime.bench import bench_states
 from kosumi.runtime.cpu import cpu_line
@@ -43,7 +45,7 @@ def main() -> int:
         states = [s for n in sizes for s in bench_states(n, args.positions, seed=n)]
         row: dict = {"weight_max": scheme.weight_max,
                      "backend_holds_weights_as": int8_weight_type(q.config)}
-        for weights in ("int8", "uint8"):
+        for weights in INT8_WEIGHTS:
             r = lsb_apart(q.config, q.tensors, states, weights)
             layer = layer_lsb_apart(q.config, q.tensors, states, weights)
             row[weights] = {"max_lsb": r["max_lsb"],

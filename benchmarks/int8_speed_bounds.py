@@ -11,9 +11,14 @@ of the real graph's:
   QLinearAdd gone);
 - ``fused trunk``: both.
 
+``--forms int8,offset`` times each int8 graph also with its weights in the other forms of
+``nets.onnx.recode_weights`` (``offset``: zero point -1, ONNX Runtime's QGEMM kernels, on AMX
+tiles where the CPU has them), named e.g. ``int8 trunk (offset)``.
+
     kosumi export default --format onnx --out fp32.onnx
     kosumi export d-none.safetensors --format onnx --out d-none.onnx
     python benchmarks/int8_speed_bounds.py fp32.onnx d-none.onnx [--size 9] [--batch 16]
+        [--forms int8,offset]
 
 Prints ms per batch of each and each one's ratio to the fp32 graph's (``x_fp32``) and to the
 fp32 trunk's (``x_fp32_trunk``). Written for kosumi's own exports (its node and tensor names).
@@ -32,6 +37,8 @@ import onnxruntime as ort
 from emit import emit
 from onnx import numpy_helper
 from ort_profile import random_feeds
+
+from kosumi.nets.onnx import recode_weights
 
 GLOBAL_PLANES = 4
 
@@ -132,11 +139,24 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=9)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--seconds", type=float, default=0.4, help="per model per round")
+    ap.add_argument("--forms", default="int8", help="int8 weight forms to time, e.g. "
+                    "int8,offset (nets.onnx.recode_weights)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    forms = [f.strip() for f in args.forms.split(",") if f.strip()]
     fp32, int8 = onnx.load(str(args.fp32)), onnx.load(str(args.int8))
-    graphs = {"fp32": fp32, "fp32 trunk": trunk(fp32), "int8": int8, "int8 trunk": trunk(int8),
-              "int8 fused": fused(int8), "int8 fused trunk": trunk(fused(int8))}
+    graphs = {"fp32": fp32, "fp32 trunk": trunk(fp32)}
+    cuts = {"int8": int8, "int8 trunk": trunk(int8), "int8 fused": fused(int8),
+            "int8 fused trunk": trunk(fused(int8))}
+    for form in forms:
+        for name, model in cuts.items():
+            if form == "int8":
+                graphs[name] = model
+                continue
+            copy = onnx.ModelProto()
+            copy.CopyFrom(model)
+            recode_weights(copy, form)
+            graphs[f"{name} ({form})"] = copy
     with tempfile.TemporaryDirectory() as tmp:
         paths = {}
         for name, model in graphs.items():
@@ -150,7 +170,7 @@ def main() -> int:
         "ms_per_batch": {k: round(v, 4) for k, v in ms.items()},
         "x_fp32": {k: round(ms["fp32"] / v, 3) for k, v in ms.items() if k.startswith("int8")},
         "x_fp32_trunk": {k: round(ms["fp32 trunk"] / v, 3) for k, v in ms.items()
-                         if k.startswith("int8") and k.endswith("trunk")},
+                         if k.startswith("int8") and "trunk" in k},
     }
     return emit(report, args.out)
 

@@ -27,8 +27,10 @@ def export_command(
                                      "profiles for (default: the net's, at most 9,13,19)."),
     device: str = typer.Option("cuda", "--device", help="tensorrt: the GPU to build for."),
     int8_weights: str = typer.Option("int8", "--int8-weights", help="onnx, int8 nets: int8 "
-                                     "(the fast kernels) or uint8 (zero point 128: exact in "
-                                     "ONNX Runtime on x86 CPUs without VNNI)."),
+                                     "(symmetric), uint8 (zero point 128: exact in ONNX "
+                                     "Runtime on x86 CPUs without VNNI) or offset (zero point "
+                                     "-1: ONNX Runtime's AMX kernels). The onnxruntime backend "
+                                     "recodes int8 files as its CPU needs."),
 ) -> None:
     """Export a model: kosumi checkpoint, Leela Zero weights, ONNX, TensorRT engine, kosumi
     pack."""
@@ -38,8 +40,8 @@ def export_command(
         "precision": precision or ("fp16" if fmt == "tensorrt" else "fp32")}
     if fmt == "tensorrt":
         options.update(batch=batch, sizes=sizes, device=device)
-    if int8_weights not in ("int8", "uint8"):
-        fail(f"--int8-weights {int8_weights}: use int8 or uint8")
+    if int8_weights not in ("int8", "uint8", "offset"):
+        fail(f"--int8-weights {int8_weights}: use int8, uint8 or offset")
     if int8_weights != "int8":
         if fmt != "onnx":
             fail("--int8-weights applies to --format onnx")

@@ -169,14 +169,19 @@ def test_gtp_on_an_onnx_file_answers_genmove(tmp_path):
 
 
 
-def test_export_with_unsigned_weights_keeps_the_integer_kernels(int8_net_127, tmp_path):
-    """``--int8-weights uint8``: every int8 weight stored as uint8 (zero point 128), and ONNX
-    Runtime still fuses as many convolutions into QLinearConv as from the int8 file (not a
-    float fallback). That it computes the same integers: tests/runtime/test_int8_check.py."""
-    out = tmp_path / "u8.onnx"
+@pytest.mark.parametrize("form,dtype,zero,words", [
+    ("uint8", onnx.TensorProto.UINT8, 128, "uint8 weights"),
+    ("offset", onnx.TensorProto.INT8, -1, "int8 weights with zero point -1")])
+def test_export_with_recoded_weights_keeps_the_integer_kernels(int8_net_127, tmp_path, form,
+                                                               dtype, zero, words):
+    """``--int8-weights uint8`` (zero point 128) and ``offset`` (zero point -1): every int8
+    weight stored in that form, and ONNX Runtime still fuses as many convolutions into
+    QLinearConv as from the int8 file (not a float fallback), now with that zero point. That it
+    computes the same integers: tests/runtime/test_int8_check.py."""
+    out = tmp_path / f"{form}.onnx"
     r = CliRunner().invoke(app, ["export", str(int8_net_127), "--format", "onnx",
-                                 "--int8-weights", "uint8", "--out", str(out)])
-    assert r.exit_code == 0 and "uint8 weights" in r.output, r.output
+                                 "--int8-weights", form, "--out", str(out)])
+    assert r.exit_code == 0 and f"{form} weights" in r.output, r.output
     signed = tmp_path / "s8.onnx"
     assert CliRunner().invoke(app, ["export", str(int8_net_127), "--format", "onnx", "--out",
                                     str(signed)]).exit_code == 0
@@ -190,12 +195,13 @@ def test_export_with_unsigned_weights_keeps_the_integer_kernels(int8_net_127, tm
     fused = [[n.op_type for n in optimized[p].graph.node].count("QLinearConv")
              for p in (signed, out)]
     assert fused[0] >= 4 and fused[1] == fused[0], fused
-    weights = [t for t in optimized[out].graph.initializer if len(t.dims) == 4
-               and t.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)]
-    assert len(weights) >= fused[1] and all(t.data_type == onnx.TensorProto.UINT8
-                                            for t in weights)
-    assert read_onnx_model(out).metadata["kosumi_int8_weights"] == "uint8"
-    assert describe_onnx(out)["format"] == "ONNX (int8, uint8 weights, kosumi exporter 2)"
+    inits = {t.name: t for t in optimized[out].graph.initializer}
+    convs = [n for n in optimized[out].graph.node if n.op_type == "QLinearConv"]
+    for n in convs:  # QLinearConv's inputs: x, x scale, x zero point, w, w scale, w zero point
+        assert inits[n.input[3]].data_type == dtype
+        assert set(onnx.numpy_helper.to_array(inits[n.input[5]]).ravel().tolist()) == {zero}
+    assert read_onnx_model(out).metadata["kosumi_int8_weights"] == form
+    assert describe_onnx(out)["format"] == f"ONNX (int8, {words}, kosumi exporter 2)"
     assert describe_onnx(signed)["format"] == "ONNX (int8, kosumi exporter 2)"
 
 
@@ -233,7 +239,8 @@ def test_int8_stem_is_padded_to_whole_channel_groups(int8_net_127):
 
 def test_bad_int8_weights_options_are_one_line_errors(int8_net_127, tmp_path):
     cases = [
-        ([str(int8_net_127), "--format", "onnx", "--int8-weights", "int4"], "use int8 or uint8"),
+        ([str(int8_net_127), "--format", "onnx", "--int8-weights", "int4"],
+         "use int8, uint8 or offset"),
         ([str(int8_net_127), "--format", "pack", "--int8-weights", "uint8"], "--format onnx"),
         (["default", "--format", "onnx", "--int8-weights", "uint8"], "for int8 nets"),
     ]

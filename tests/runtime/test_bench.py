@@ -33,22 +33,29 @@ def test_bench_json_interleaves_every_cell(net):
     assert report["machine"]["cpu"]["arch"]
 
 
-@pytest.mark.parametrize("saturates", [False, True])
-def test_bench_says_when_int8_weights_are_held_as_uint8(int8_net_127, monkeypatch, saturates):
+@pytest.mark.parametrize("saturates,tiles", [(False, False), (True, False), (False, True)])
+def test_bench_says_how_int8_weights_are_held(int8_net_127, monkeypatch, saturates, tiles):
     """On a CPU whose uint8 x int8 pairs saturate (simulated), a +-127 net's row says its
-    weights run as uint8, and the table says so in one line; elsewhere neither does."""
+    weights run as uint8; on one with AMX tiles where the probe finds the offset form faster
+    (both simulated), with zero point -1; the table says
+    so in one line; elsewhere neither does."""
     import kosumi.runtime.cpu as cpu
+    import kosumi.runtime.onnxruntime_backend as B
     from kosumi.runtime.bench import BenchPlan, format_bench, run_bench
 
     monkeypatch.setattr(cpu, "int8_pairs_saturate", lambda: saturates)
+    monkeypatch.setattr(cpu, "int8_tiles", lambda: tiles)
+    monkeypatch.setattr(B, "weight_form_timings", lambda *_: {"int8": 2.0, "offset": 1.0})
     plan = BenchPlan(models=[str(int8_net_127)], backends=["onnxruntime"], batches=[2],
                      sizes=[9], seconds=0.01, rounds=1, memory=False)
     report = run_bench(plan)
-    assert [r.get("int8_weights") for r in report["rows"]] == (["uint8"] if saturates
-                                                                else [None])
-    line = [x for x in format_bench(report).splitlines() if "held as uint8" in x]
-    assert (line == [f"int8 weights held as uint8 (exact; +-127 would saturate without VNNI): "
-                     f"{int8_net_127.name}"]) == saturates and (line == []) != saturates
+    form = "uint8" if saturates else "offset" if tiles else None
+    assert [r.get("int8_weights") for r in report["rows"]] == [form]
+    lines = [x for x in format_bench(report).splitlines() if "int8 weights held" in x]
+    want = {"uint8": "int8 weights held as uint8 (exact; +-127 would saturate without VNNI)",
+            "offset": "int8 weights held with zero point -1 (same integers, ONNX Runtime's AMX "
+                      "kernels)"}
+    assert lines == ([f"{want[form]}: {int8_net_127.name}"] if form else [])
 
 
 def test_bench_runs_a_registered_backend_and_refuses_an_unknown_one(net, monkeypatch):

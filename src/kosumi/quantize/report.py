@@ -73,7 +73,8 @@ def onnxruntime_line(check: dict[str, Any] | None) -> str | None:
     """The line on ONNX Runtime's agreement with the integer reference on this CPU."""
     if check is None:
         return None
-    held = f"{check['weights']} weights"
+    held = {"offset": "int8 weights with zero point -1, for the AMX kernels"}.get(
+        check["weights"], f"{check['weights']} weights")
     if "error" in check:
         return f"onnxruntime check ({held}): could not run ({check['error']})"
     if check["max_lsb"] <= 1:

@@ -223,8 +223,9 @@ def _row(cell: _Cell, memory: dict[str, float] | None) -> dict[str, Any]:
         "latency_ms_p99": round(float(np.percentile(t, 99)) * 1e3, 3),
         "calls": len(t),
     }
-    if getattr(cell.runner, "int8_weights", "int8") == "uint8":  # onnxruntime_backend
-        row["int8_weights"] = "uint8"
+    form = getattr(cell.runner, "int8_weights", "int8")  # onnxruntime_backend
+    if form != "int8":
+        row["int8_weights"] = form
     if memory:
         row.update(memory)
     return row
@@ -237,6 +238,13 @@ def _add_ratios(rows: list[dict[str, Any]]) -> None:
         base = first.setdefault(key, row)
         row["x_first"] = round(row["evals_per_s"] / base["evals_per_s"], 3)
         row["first_backend"] = base["backend"]
+
+
+#: the line under the table for nets whose int8 weights the backend recoded
+FORM_LINES = {
+    "uint8": "int8 weights held as uint8 (exact; +-127 would saturate without VNNI)",
+    "offset": "int8 weights held with zero point -1 (same integers, ONNX Runtime's AMX kernels)",
+}
 
 
 def format_bench(report: dict[str, Any]) -> str:
@@ -264,11 +272,11 @@ def format_bench(report: dict[str, Any]) -> str:
     plan = report["plan"]
     console.print(f"cpu: {cpu_line()}; {plan['threads']} thread(s), {plan['rounds']} rounds x "
                   f"{plan['seconds']} s per cell")
-    unsigned = sorted({Path(r["model"]).name for r in report["rows"]
-                       if r.get("int8_weights") == "uint8"})
-    if unsigned:
-        console.print(f"int8 weights held as uint8 (exact; +-127 would saturate without VNNI): "
-                      f"{', '.join(unsigned)}")
+    for form, why in FORM_LINES.items():
+        names = sorted({Path(r["model"]).name for r in report["rows"]
+                        if r.get("int8_weights") == form})
+        if names:
+            console.print(f"{why}: {', '.join(names)}")
     for s in report.get("skipped", []):
         console.print(f"skipped: {s}")
     return buf.getvalue().rstrip()

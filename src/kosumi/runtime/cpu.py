@@ -6,7 +6,7 @@ AVX-512, VNNI (``avx512_vnni`` or ``avx_vnni``: int8 dot products, without which
 uint8 x int8 path can saturate) and AMX (``amx_int8``/``amx_bf16`` tiles); on ARM, NEON
 (``asimd``), the int8 dot product (``asimddp``), ``i8mm`` and SVE. ``cpu_line()`` is the one-line
 form ``kosumi bench`` and ``kosumi inspect`` print; the quantize issue picks its int8 kernels
-from the same dict.
+from the same dict (``int8_pairs_saturate``, ``int8_tiles``).
 """
 
 from __future__ import annotations
@@ -75,3 +75,14 @@ def int8_pairs_saturate() -> bool:
     each pair of products in int16, which 255 * 127 * 2 overflows and 255 * 63 * 2 does not."""
     c = cpu_capabilities()
     return c["arch"] in ("x86_64", "amd64", "i686", "i386") and not c.get("vnni")
+
+
+def int8_tiles() -> bool:
+    """True on x86 with AMX_INT8 tiles. ONNX Runtime's MLAS can run its int8 GEMMs on them (the
+    im2col path of ``QLinearConv``, ``QGemm``, ``MatMulInteger``) but not its direct
+    symmetric convolution (``ConvSym``, taken when the weights' zero point is 0), so int8 nets
+    may run faster there with a non-zero weight zero point (``nets.onnx.recode_weights``);
+    whether MLAS really uses the tiles is measured, not assumed
+    (``runtime.onnxruntime_backend.weight_form_timings``)."""
+    c = cpu_capabilities()
+    return c["arch"] in ("x86_64", "amd64") and bool(c.get("amx_int8"))

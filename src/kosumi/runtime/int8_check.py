@@ -5,7 +5,8 @@ exposes every quantized activation as an output, runs ONNX Runtime on the CPU an
 with the numpy integer backend's (``runtime.numpy_int8``) on the same inputs. Equal or 1 LSB
 apart is the contract of the int8 export; more means ONNX Runtime's kernels do other
 arithmetic on this CPU (int16 saturation of uint8 x int8 pairs on x86 without VNNI, for weights
-beyond +-63: ``int8_weights="uint8"`` is the exact form there). End to end, a 1-LSB rounding
+beyond +-63: ``int8_weights="uint8"`` is the exact form there; "offset", for CPUs with AMX
+tiles, must be exact everywhere those kernels do not saturate). End to end, a 1-LSB rounding
 early on can reach 2 LSB a few layers later; ``layer_lsb_apart`` runs each int8 convolution
 alone on the reference's own input, where anything past 1 LSB is the kernels' arithmetic.
 """
@@ -24,15 +25,15 @@ from kosumi.nets.features import get_feature_set
 def lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: list[GameState],
               int8_weights: str = "int8") -> dict[str, Any]:
     """{"max_lsb", "share_over_1_lsb", "values" (how many tensors compared), "fused_ops" (the
-    exported graph's op types), "unsigned" (weights rewritten as uint8)} over ``states``,
-    grouped by board size."""
+    exported graph's op types), "recoded" (weights rewritten in the form ``int8_weights``)}
+    over ``states``, grouped by board size."""
     import onnxruntime as ort
 
-    from kosumi.nets.onnx import int8_model_with_values, unsigned_weights
+    from kosumi.nets.onnx import int8_model_with_values, recode_weights
     from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
     model, qvals = int8_model_with_values(config, tensors)
-    rewritten = unsigned_weights(model) if int8_weights == "uint8" else 0
+    rewritten = recode_weights(model, int8_weights) if int8_weights != "int8" else 0
     so = ort.SessionOptions()
     so.log_severity_level = 3
     sess = ort.InferenceSession(model.SerializeToString(), so,
@@ -59,7 +60,7 @@ def lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: list[Ga
             total += diff.size
             compared += 1
     return {"max_lsb": worst, "share_over_1_lsb": over / max(1, total), "values": compared,
-            "fused_ops": sorted({n.op_type for n in model.graph.node}), "unsigned": rewritten}
+            "fused_ops": sorted({n.op_type for n in model.graph.node}), "recoded": rewritten}
 
 
 def layer_lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: list[GameState],
@@ -72,7 +73,7 @@ def layer_lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: l
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
-    from kosumi.nets.onnx import as_unsigned
+    from kosumi.nets.onnx import recoded
     from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
     ref = Int8NumpyBackend(config, tensors)
@@ -93,8 +94,8 @@ def layer_lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: l
             xq = ref._quant(values, n.inputs[0]).transpose(0, 3, 1, 2).astype(xt)
             w: np.ndarray = tensors[f"{n.name}.weight"]
             wz: np.ndarray = np.zeros(w.shape[0], np.int8)
-            if int8_weights == "uint8":
-                w, wz = as_unsigned(w), as_unsigned(wz)
+            if int8_weights != "int8":
+                w, wz = recoded(w, int8_weights), recoded(wz, int8_weights)
             k = w.shape[2]
             init = [numpy_helper.from_array(np.array(x_act.scale, np.float32), "xs"),
                     numpy_helper.from_array(np.array(x_act.zero_point, xt), "xz"),

@@ -6,10 +6,16 @@ in memory on first use (``nets.onnx``) and cached on disk under a content hash
 (``$KOSUMI_ONNX_CACHE_DIR``, else ``~/.cache/kosumi/onnx/<sha256>.onnx``: the net's config and
 tensors, the precision and the exporter's version), so the next run starts at once.
 
-An int8 net whose weights go beyond +-63 runs on x86 CPUs without VNNI with its weights held as
-uint8 (zero point 128, ``nets.onnx.unsigned_weights``): ONNX Runtime's uint8 x int8 kernels
-there add product pairs in int16 and would saturate; its uint8 x uint8 ones are exact
-(``int8_weight_type``; the backend's ``int8_weights`` says which it took).
+How an int8 net's weights are held is chosen per CPU (``int8_weight_type``; the backend's
+``int8_weights`` says which it took; ``nets.onnx.recode_weights`` rewrites them, the integers
+unchanged): on x86 CPUs without VNNI, weights beyond +-63 as uint8 (zero point 128), since
+ONNX Runtime's uint8 x int8 kernels there add product pairs in int16 and would saturate while
+its uint8 x uint8 ones are exact; on CPUs with AMX_INT8 tiles as int8 with zero point -1
+("offset"), which sends the convolutions to the QGEMM kernels that use the tiles, when a probe
+convolution timed both ways says it is faster (``weight_form_timings``: MLAS does not always
+take the tiles, e.g. not in a process confined to one CPU); elsewhere as they are (symmetric
+int8, ONNX Runtime's direct ``ConvSym`` convolution). ``KOSUMI_INT8_WEIGHTS`` (int8, uint8 or
+offset) overrides the choice, e.g. to time one form against another.
 
 Execution providers: the CPU (``intra_op_num_threads`` = ``--threads``, sequential execution);
 with ``--device cuda[:K]``, CUDA (``onnxruntime-gpu``), after ONNX Runtime's TensorRT provider
@@ -22,6 +28,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +40,7 @@ from kosumi.fileio import atomic_write, user_cache_dir
 from kosumi.nets.config import NetConfig
 from kosumi.nets.onnx import (
     EXPORTER_VERSION,
+    INT8_WEIGHTS,
     META_INT8_WEIGHTS,
     META_SOURCE,
     OPSET,
@@ -44,6 +53,7 @@ from kosumi.runtime.backend import Backend
 from kosumi.runtime.options import LoadOptions
 
 CACHE_ENV = "KOSUMI_ONNX_CACHE_DIR"
+WEIGHTS_ENV = "KOSUMI_INT8_WEIGHTS"
 
 
 def _ort() -> Any:
@@ -56,16 +66,78 @@ def _ort() -> Any:
 
 
 def int8_weight_type(config: NetConfig) -> str:
-    """How ONNX Runtime on this CPU should hold an int8 net's weights: "uint8" (zero point 128,
-    ``nets.onnx.unsigned_weights``) where its uint8 x int8 kernels would saturate them (x86
-    without VNNI, weights beyond +-63), else "int8" (the faster kernels)."""
+    """How ONNX Runtime on this CPU should hold an int8 net's weights (``INT8_WEIGHTS``):
+    ``$KOSUMI_INT8_WEIGHTS`` if set; else "uint8" where its uint8 x int8 kernels would saturate
+    them (x86 without VNNI, weights beyond +-63), "offset" where AMX_INT8 tiles make its QGEMM
+    path the faster one, else "int8" (see the module docstring)."""
     from kosumi.nets.quant import scheme_of
-    from kosumi.runtime.cpu import int8_pairs_saturate
+    from kosumi.runtime.cpu import int8_pairs_saturate, int8_tiles
 
-    if not is_int8(config) or not int8_pairs_saturate():
+    if not is_int8(config):
         return "int8"
+    forced = os.environ.get(WEIGHTS_ENV)
+    if forced:
+        if forced not in INT8_WEIGHTS:
+            raise KosumiError(f"{WEIGHTS_ENV}={forced}: use {', '.join(INT8_WEIGHTS)}")
+        return forced
     scheme = scheme_of(config)
-    return "uint8" if scheme is not None and scheme.weight_max > 63 else "int8"
+    if int8_pairs_saturate():
+        return "uint8" if scheme is not None and scheme.weight_max > 63 else "int8"
+    if not int8_tiles():
+        return "int8"
+    timings = weight_form_timings(config.channels, min(config.board_sizes))
+    return "offset" if timings and timings["offset"] < OFFSET_GAIN * timings["int8"] else "int8"
+
+
+OFFSET_GAIN = 0.95  # the offset form is taken when its probe convolution is 5% faster
+
+
+@cache
+def weight_form_timings(channels: int = 64, size: int = 9) -> dict[str, float] | None:
+    """Microseconds of one probe int8 convolution (``channels`` -> ``channels``, 3x3, a batch
+    of 16 boards of ``size``, 1 thread; medians of interleaved calls) with symmetric weights
+    ("int8", MLAS's ``ConvSym``) and with zero point -1 ("offset", im2col + QGEMM, on AMX tiles
+    when MLAS takes them), measured once a process for each shape; None without ``onnx`` to
+    build it. The tiles pay off on wide convolutions: on a Xeon with AMX, offset took 0.85x
+    int8's time at 64 channels and 1.4x at 16."""
+    try:
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    ort = _ort()
+    rng = np.random.default_rng(0)
+    q = rng.integers(-127, 128, (channels, channels, 3, 3)).astype(np.int8)
+    x = rng.integers(0, 256, (16, channels, size, size)).astype(np.uint8)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    sessions = {}
+    for form, w, zero in (("int8", q, 0), ("offset", (q.astype(np.int16) - 1).astype(np.int8),
+                                                  -1)):
+        init = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
+                numpy_helper.from_array(np.array(128, np.uint8), "xz"),
+                numpy_helper.from_array(w, "w"),
+                numpy_helper.from_array(np.full(channels, 1e-3, np.float32), "ws"),
+                numpy_helper.from_array(np.full(channels, zero, np.int8), "wz"),
+                numpy_helper.from_array(np.array(0.05, np.float32), "ys"),
+                numpy_helper.from_array(np.array(128, np.uint8), "yz")]
+        node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"],
+                                ["y"], pads=[1, 1, 1, 1])
+        graph = helper.make_graph([node], "probe", [helper.make_tensor_value_info(
+            "x", TensorProto.UINT8, list(x.shape))], [helper.make_tensor_value_info(
+                "y", TensorProto.UINT8, None)], initializer=init)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+        sessions[form] = ort.InferenceSession(model.SerializeToString(), so,
+                                              providers=["CPUExecutionProvider"])
+    times: dict[str, list[float]] = {form: [] for form in sessions}
+    for _ in range(3):
+        for form, session in sessions.items():
+            session.run(None, {"x": x})
+            for _ in range(8):
+                t0 = time.perf_counter()
+                session.run(None, {"x": x})
+                times[form].append(time.perf_counter() - t0)
+    return {form: float(np.median(t)) * 1e6 for form, t in times.items()}
 
 
 def _cache_path(key_text: str) -> tuple[Path, Path]:
@@ -78,7 +150,8 @@ def cached_onnx(config: NetConfig, tensors: dict[str, np.ndarray], precision: st
                 int8_weights: str = "int8", pad_channels: bool = True) -> Path:
     """The ONNX file of a net in the on-disk cache, exported now if it is not there yet
     (``pad_channels``: ``nets.onnx.onnx_model``'s, False for CUDA)."""
-    suffix = (":uint8" if int8_weights == "uint8" else "") + ("" if pad_channels else ":nopad")
+    suffix = ("" if int8_weights == "int8" else f":{int8_weights}") + \
+        ("" if pad_channels else ":nopad")
     folder, path = _cache_path(f"{tensors_sha256(config, tensors)}:{precision}{suffix}")
     if path.exists():
         return path
@@ -86,18 +159,18 @@ def cached_onnx(config: NetConfig, tensors: dict[str, np.ndarray], precision: st
                                            int8_weights=int8_weights, pad_channels=pad_channels))
 
 
-def _unsigned_copy(model: Path, meta: dict[str, str]) -> Path:
-    """A cached copy of a kosumi int8 ONNX file with its weights unsigned."""
+def _recoded_copy(model: Path, meta: dict[str, str], form: str) -> Path:
+    """A cached copy of a kosumi int8 ONNX file with its weights held as ``form``."""
     import onnx
 
-    from kosumi.nets.onnx import unsigned_weights
+    from kosumi.nets.onnx import recode_weights
 
     digest = meta.get(META_SOURCE) or hashlib.sha256(model.read_bytes()).hexdigest()
-    folder, path = _cache_path(f"{digest}:file:uint8")
+    folder, path = _cache_path(f"{digest}:file:{form}")
     if path.exists():
         return path
     proto = onnx.load(str(model))
-    unsigned_weights(proto)
+    recode_weights(proto, form)
     return _store(folder, path, proto.SerializeToString())
 
 
@@ -194,8 +267,10 @@ def open_onnxruntime(config: NetConfig, source: dict[str, np.ndarray] | Path,
             raise KosumiError(f"{source}: an {precision} ONNX file (asked for "
                               f"{options.precision}; export another one)")
         weights = meta.get(META_INT8_WEIGHTS, "int8")
-        if weights == "int8" and int8_weight_type(config) == "uint8" and not options.cuda:
-            return OnnxRuntimeBackend(_unsigned_copy(source, meta), options, int8_weights="uint8")
+        wanted = int8_weight_type(config)
+        if not options.cuda and weights != wanted and (weights == "int8" or wanted == "uint8"):
+            return OnnxRuntimeBackend(_recoded_copy(source, meta, wanted), options,
+                                      int8_weights=wanted)
         return OnnxRuntimeBackend(source, options, int8_weights=weights)
     own = config.own_precision
     if own is not None:  # a quantized net runs at its own precision (int8 Q/DQ, or fp16)

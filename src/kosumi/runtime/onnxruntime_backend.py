@@ -85,7 +85,8 @@ def int8_weight_type(config: NetConfig) -> str:
         return "uint8" if scheme is not None and scheme.weight_max > 63 else "int8"
     if not int8_tiles():
         return "int8"
-    timings = weight_form_timings(config.channels, min(config.board_sizes))
+    size = min((n for n in config.board_sizes if n >= 9), default=max(config.board_sizes))
+    timings = weight_form_timings(config.channels, size)  # the smallest board played on
     return "offset" if timings and timings["offset"] < OFFSET_GAIN * timings["int8"] else "int8"
 
 

@@ -404,7 +404,9 @@ def recode_weights(model: Any, form: str) -> int:
       weights beyond +-63);
     - "offset" (int8, zero point -1): no longer symmetric, so its convolutions leave the direct
       ``ConvSym`` kernel for im2col + QGEMM, which MLAS runs on AMX_INT8 tiles where the CPU
-      has them (``runtime.cpu.int8_tiles``).
+      has them (``runtime.cpu.int8_tiles``). Only the convolutions at least as wide as the
+      trunk (input and output channels, from the ``kosumi_config`` metadata) are recoded: the
+      tiles pay off on wide layers, and the narrow stem and heads run faster in ``ConvSym``.
 
     Returns how many weights it rewrote; metadata ``kosumi_int8_weights`` says the form."""
     from onnx import TensorProto, numpy_helper
@@ -413,6 +415,7 @@ def recode_weights(model: Any, form: str) -> int:
         raise ValueError(f"no weight form {form!r}")
     inits = {t.name: t for t in model.graph.initializer}
     done: dict[str, str] = {}
+    width = _trunk_width(model) if form == "offset" else 0
 
     def stored(name: str) -> str:
         if name not in done:
@@ -432,6 +435,8 @@ def recode_weights(model: Any, form: str) -> int:
         w, zp = inits.get(node.input[0]), inits.get(node.input[2])
         if w is None or zp is None or w.data_type != TensorProto.INT8 or len(w.dims) < 2:
             continue
+        if form == "offset" and (len(w.dims) != 4 or min(w.dims[:2]) < width):
+            continue
         node.input[0], node.input[2] = stored(node.input[0]), stored(node.input[2])
         count += 1
     used = {i for n in model.graph.node for i in n.input}
@@ -444,6 +449,14 @@ def recode_weights(model: Any, form: str) -> int:
     for k, v in props.items():
         model.metadata_props.add(key=k, value=v)
     return count
+
+
+def _trunk_width(model: Any) -> int:
+    """The trunk's channels of a kosumi ONNX model, from its config metadata (0 without it)."""
+    meta = {p.key: p.value for p in model.metadata_props}
+    if META_CONFIG not in meta:
+        return 0
+    return NetConfig.from_json(meta[META_CONFIG], source=META_CONFIG).channels
 
 
 def onnx_bytes(config: NetConfig, tensors: dict[str, np.ndarray], precision: str = "fp32",

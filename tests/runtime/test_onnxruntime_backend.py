@@ -74,12 +74,24 @@ def test_the_backend_holds_weights_as_this_cpu_needs(int8_net_127, int8_net_b2c1
         int8_weight_type(q127.config)
 
 
-def test_the_weight_form_probe_times_both_forms():
+def test_the_weight_form_probe_times_both_forms(int8_net_127, monkeypatch):
     """The probe behind the offset choice: both forms' convolutions run and take a positive
-    time, once a process (cached)."""
-    from kosumi.runtime.onnxruntime_backend import weight_form_timings
+    time, once a process (cached). A probe that cannot run says nothing (None), and the backend
+    then keeps the weights symmetric."""
+    import kosumi.runtime.cpu as cpu
+    import kosumi.runtime.onnxruntime_backend as B
 
-    timings = weight_form_timings()
+    timings = B.weight_form_timings()
     assert timings is not None and set(timings) == {"int8", "offset"}
     assert all(0 < t < 1e6 for t in timings.values()), timings
-    assert weight_form_timings() is timings
+    assert B.weight_form_timings() is timings
+
+    def broken(*_):
+        raise RuntimeError("no kernel")
+
+    monkeypatch.setattr(B, "_probe_session", broken)
+    assert B.weight_form_timings.__wrapped__(16, 9) is None
+    monkeypatch.setattr(cpu, "int8_pairs_saturate", lambda: False)
+    monkeypatch.setattr(cpu, "int8_tiles", lambda: True)
+    monkeypatch.setattr(B, "weight_form_timings", B.weight_form_timings.__wrapped__)
+    assert B.int8_weight_type(read_checkpoint(int8_net_127).config) == "int8"

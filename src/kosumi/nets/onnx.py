@@ -43,7 +43,7 @@ from kosumi.nets.graph import Graph, Node, inference_graph
 OPSET = 17
 IR_VERSION = 8
 ONNX_FORMAT = "kosumi-onnx"
-EXPORTER_VERSION = "2"
+EXPORTER_VERSION = "3"  # 2: int8 inputs padded to whole channel groups; 3: the offset weight form
 PRODUCER = "kosumi"
 PRECISIONS = ("fp32", "fp16")  # of a float net; a quantized net's is its scheme's
 META_FORMAT, META_CONFIG, META_PRECISION = "kosumi_format", "kosumi_config", "kosumi_precision"

@@ -33,8 +33,9 @@ def test_the_backend_holds_weights_as_this_cpu_needs(int8_net_127, int8_net_b2c1
                                                      monkeypatch):
     """On a CPU whose uint8 x int8 pairs saturate (simulated here), a +-127 net, as a checkpoint
     or as an exported int8 .onnx file, runs with unsigned weights; on one with AMX tiles
-    (simulated) every int8 net runs with zero point -1 where the probe convolution says that is
-    faster (simulated too), and not where it is not (MLAS not taking the tiles); a +-63 net on
+    (simulated) every int8 net on one thread runs with zero point -1 where the probe convolution
+    says that is faster (simulated too), and not where it is not (MLAS not taking the tiles) nor
+    on more threads; a +-63 net on
     the first and every net on other CPUs keep int8. Either way the outputs are the integer
     reference's."""
     import kosumi.runtime.cpu as cpu
@@ -67,6 +68,10 @@ def test_the_backend_holds_weights_as_this_cpu_needs(int8_net_127, int8_net_b2c1
                 continue  # this CPU would saturate them: the case the uint8 weights avoid
             got = backend.forward(planes, glob)
             np.testing.assert_allclose(got["policy"], ref["policy"], atol=0.05)
+    monkeypatch.setattr(B, "weight_form_timings", lambda *_: {"int8": 1.0, "offset": 0.5})
+    assert int8_weight_type(q127.config) == "offset"
+    assert int8_weight_type(q127.config, threads=2) == "int8"  # tiles, faster probe: 1 thread only
+    assert open_onnxruntime(q127.config, onnx_file, LoadOptions(threads=2)).int8_weights == "int8"
     monkeypatch.setenv("KOSUMI_INT8_WEIGHTS", "int8")
     assert open_onnxruntime(q127.config, onnx_file, LoadOptions()).int8_weights == "int8"
     monkeypatch.setenv("KOSUMI_INT8_WEIGHTS", "int4")

@@ -20,7 +20,7 @@ from pathlib import Path
 from emit import emit
 
 from kosumi.nets.checkpoint import read_checkpoint
-from kosumi.nets.onnx import INT8_WEIGHTS
+from kosumi.nets.onnx_weights import INT8_WEIGHTS
 from kosumi.nets.quant import scheme_of
 from kosumi.runtime.bench import bench_states
 from kosumi.runtime.cpu import cpu_line

@@ -12,8 +12,8 @@ of the real graph's:
 - ``fused trunk``: both.
 
 ``--forms int8,offset`` times each int8 graph also with its weights in the other forms of
-``nets.onnx.recode_weights`` (``offset``: zero point -1, ONNX Runtime's QGEMM kernels, on AMX
-tiles where the CPU has them), named e.g. ``int8 trunk (offset)``.
+``nets.onnx_weights.recode_weights`` (``offset``: zero point -1, ONNX Runtime's QGEMM kernels,
+on AMX tiles where the CPU has them), named e.g. ``int8 trunk (offset)``.
 
     kosumi export default --format onnx --out fp32.onnx
     kosumi export d-none.safetensors --format onnx --out d-none.onnx
@@ -38,7 +38,7 @@ from emit import emit
 from onnx import numpy_helper
 from ort_profile import random_feeds
 
-from kosumi.nets.onnx import recode_weights
+from kosumi.nets.onnx_weights import recode_weights
 
 GLOBAL_PLANES = 4
 
@@ -140,7 +140,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--seconds", type=float, default=0.4, help="per model per round")
     ap.add_argument("--forms", default="int8", help="int8 weight forms to time, e.g. "
-                    "int8,offset (nets.onnx.recode_weights)")
+                    "int8,offset (nets.onnx_weights.recode_weights)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     forms = [f.strip() for f in args.forms.split(",") if f.strip()]

@@ -48,8 +48,7 @@ PRODUCER = "kosumi"
 PRECISIONS = ("fp32", "fp16")  # of a float net; a quantized net's is its scheme's
 META_FORMAT, META_CONFIG, META_PRECISION = "kosumi_format", "kosumi_config", "kosumi_precision"
 META_EXPORTER, META_SOURCE = "kosumi_exporter", "kosumi_source_sha256"
-META_INT8_WEIGHTS = "kosumi_int8_weights"  # the form after recode_weights; absent: int8
-INT8_WEIGHTS = ("int8", "uint8", "offset")  # how int8 weights are stored (recode_weights)
+META_INT8_WEIGHTS = "kosumi_int8_weights"  # the form (nets.onnx_weights); absent: int8
 CONV_CHANNEL_MULTIPLE = 4  # int8 convolutions' input channels are padded to a multiple of it
 
 
@@ -384,87 +383,14 @@ def is_int8(config: NetConfig) -> bool:
     return config.own_precision == "int8"
 
 
-def recoded(q: np.ndarray, form: str) -> np.ndarray:
-    """int8 weight integers (or their zero points) as ``form`` stores them: "uint8" q + 128,
-    "offset" q - 1 (int8; needs q >= -127, which symmetric weights are)."""
-    if form == "uint8":
-        return (q.astype(np.int16) + 128).astype(np.uint8)
-    if form == "offset":
-        return (q.astype(np.int16) - 1).astype(np.int8)
-    raise ValueError(f"no weight form {form!r}")
-
-
-def recode_weights(model: Any, form: str) -> int:
-    """Rewrite an int8 Q/DQ model in place so that every int8 weight initializer read by a
-    DequantizeLinear, and its zero point, are stored as ``form`` (``recoded``): the same
-    integers (q' - z' = q - z), so the same arithmetic, on other kernels of ONNX Runtime.
-
-    - "uint8" (zero point 128): its uint8 x uint8 kernels, which widen to int16 before
-      multiplying and so never saturate on x86 CPUs without VNNI (its uint8 x int8 ones do for
-      weights beyond +-63);
-    - "offset" (int8, zero point -1): no longer symmetric, so its convolutions leave the direct
-      ``ConvSym`` kernel for im2col + QGEMM, which MLAS runs on AMX_INT8 tiles where the CPU
-      has them (``runtime.cpu.int8_tiles``). Only the convolutions at least as wide as the
-      trunk (input and output channels, from the ``kosumi_config`` metadata) are recoded: the
-      tiles pay off on wide layers, and the narrow stem and heads run faster in ``ConvSym``.
-
-    Returns how many weights it rewrote; metadata ``kosumi_int8_weights`` says the form."""
-    from onnx import TensorProto, numpy_helper
-
-    if form not in INT8_WEIGHTS[1:]:
-        raise ValueError(f"no weight form {form!r}")
-    inits = {t.name: t for t in model.graph.initializer}
-    done: dict[str, str] = {}
-    width = _trunk_width(model) if form == "offset" else 0
-
-    def stored(name: str) -> str:
-        if name not in done:
-            q = numpy_helper.to_array(inits[name])
-            if form == "offset" and q.size and int(q.min()) < -127:
-                raise KosumiError(f"{name}: an int8 weight of -128 has no offset form "
-                                  "(symmetric weights are in +-127)")
-            new = f"{name}.{form}"
-            model.graph.initializer.append(numpy_helper.from_array(recoded(q, form), new))
-            done[name] = new
-        return done[name]
-
-    count = 0
-    for node in model.graph.node:
-        if node.op_type != "DequantizeLinear" or len(node.input) < 3:
-            continue
-        w, zp = inits.get(node.input[0]), inits.get(node.input[2])
-        if w is None or zp is None or w.data_type != TensorProto.INT8 or len(w.dims) < 2:
-            continue
-        if form == "offset" and (len(w.dims) != 4 or min(w.dims[:2]) < width):
-            continue
-        node.input[0], node.input[2] = stored(node.input[0]), stored(node.input[2])
-        count += 1
-    used = {i for n in model.graph.node for i in n.input}
-    kept = [t for t in model.graph.initializer if t.name in used]
-    del model.graph.initializer[:]
-    model.graph.initializer.extend(kept)
-    props = {p.key: p.value for p in model.metadata_props}
-    props[META_INT8_WEIGHTS] = form
-    del model.metadata_props[:]
-    for k, v in props.items():
-        model.metadata_props.add(key=k, value=v)
-    return count
-
-
-def _trunk_width(model: Any) -> int:
-    """The trunk's channels of a kosumi ONNX model, from its config metadata (0 without it)."""
-    meta = {p.key: p.value for p in model.metadata_props}
-    if META_CONFIG not in meta:
-        return 0
-    return NetConfig.from_json(meta[META_CONFIG], source=META_CONFIG).channels
-
-
 def onnx_bytes(config: NetConfig, tensors: dict[str, np.ndarray], precision: str = "fp32",
                check: bool = True, int8_weights: str = "int8", pad_channels: bool = True) -> bytes:
     """The serialized model, checked with ``onnx.checker`` (full check) when ``check``;
     ``int8_weights`` "uint8" or "offset" stores an int8 net's weights in that form
-    (``recode_weights``); ``pad_channels`` as in ``onnx_model``."""
+    (``nets.onnx_weights.recode_weights``); ``pad_channels`` as in ``onnx_model``."""
     import onnx
+
+    from kosumi.nets.onnx_weights import recode_weights
 
     model = onnx_model(config, tensors, precision, pad_channels=pad_channels)
     if int8_weights != "int8" and is_int8(config):
@@ -499,10 +425,6 @@ def write_onnx_model(checkpoint: Checkpoint, out: str | os.PathLike[str], precis
            if precision == "int8" else "")
     return (f"wrote {out}: ONNX opset {OPSET}, {precision}{qdq}, {checkpoint.config.arch} "
             f"{checkpoint.config.head} head, dynamic batch, {dyn}, {len(data):,} bytes")
-
-
-def _form_words(form: str) -> str:
-    return {"uint8": ", uint8 weights", "offset": ", int8 weights with zero point -1"}.get(form, "")
 
 
 # ---------------------------------------------------------------------------- reading
@@ -559,6 +481,7 @@ def read_onnx_model(path: str | os.PathLike[str]) -> Checkpoint:
 def describe_onnx(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What ``kosumi inspect`` shows for an ONNX file kosumi exported."""
     from kosumi.nets.features import get_feature_set
+    from kosumi.nets.onnx_weights import form_words
 
     path = Path(path)
     meta, model = _load_meta(path)
@@ -567,7 +490,7 @@ def describe_onnx(path: str | os.PathLike[str]) -> dict[str, Any]:
     fs = get_feature_set(cfg.features)
     info: dict[str, Any] = {
         "format": f"ONNX ({meta.get(META_PRECISION, '?')}"
-                  f"{_form_words(meta.get(META_INT8_WEIGHTS, 'int8'))}, "
+                  f"{form_words(meta.get(META_INT8_WEIGHTS, 'int8'))}, "
                   f"kosumi exporter {meta.get(META_EXPORTER, '?')})",
         "version": json.loads(meta[META_CONFIG]).get("version"),
         "arch": cfg.arch, "blocks": cfg.blocks, "channels": cfg.channels,

@@ -81,7 +81,7 @@ def int8_tiles() -> bool:
     """True on x86 with AMX_INT8 tiles. ONNX Runtime's MLAS can run its int8 GEMMs on them (the
     im2col path of ``QLinearConv``, ``QGemm``, ``MatMulInteger``) but not its direct
     symmetric convolution (``ConvSym``, taken when the weights' zero point is 0), so int8 nets
-    may run faster there with a non-zero weight zero point (``nets.onnx.recode_weights``);
+    may run faster there with a non-zero weight zero point (``nets.onnx_weights.recode_weights``);
     whether MLAS really uses the tiles is measured, not assumed
     (``runtime.onnxruntime_backend.weight_form_timings``)."""
     c = cpu_capabilities()

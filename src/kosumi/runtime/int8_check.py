@@ -29,7 +29,8 @@ def lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: list[Ga
     over ``states``, grouped by board size."""
     import onnxruntime as ort
 
-    from kosumi.nets.onnx import int8_model_with_values, recode_weights
+    from kosumi.nets.onnx import int8_model_with_values
+    from kosumi.nets.onnx_weights import recode_weights
     from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
     model, qvals = int8_model_with_values(config, tensors)
@@ -73,7 +74,7 @@ def layer_lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: l
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
-    from kosumi.nets.onnx import recoded
+    from kosumi.nets.onnx_weights import recoded
     from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
     ref = Int8NumpyBackend(config, tensors)

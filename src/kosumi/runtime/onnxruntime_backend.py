@@ -7,8 +7,8 @@ in memory on first use (``nets.onnx``) and cached on disk under a content hash
 tensors, the precision and the exporter's version), so the next run starts at once.
 
 How an int8 net's weights are held is chosen per CPU (``int8_weight_type``; the backend's
-``int8_weights`` says which it took; ``nets.onnx.recode_weights`` rewrites them, the integers
-unchanged): on x86 CPUs without VNNI, weights beyond +-63 as uint8 (zero point 128), since
+``int8_weights`` says which it took; ``nets.onnx_weights.recode_weights`` rewrites them, the
+integers unchanged): on x86 CPUs without VNNI, weights beyond +-63 as uint8 (zero point 128), since
 ONNX Runtime's uint8 x int8 kernels there add product pairs in int16 and would saturate while
 its uint8 x uint8 ones are exact; on CPUs with AMX_INT8 tiles as int8 with zero point -1
 ("offset"), which sends the convolutions to the QGEMM kernels that use the tiles, when a probe
@@ -41,7 +41,6 @@ from kosumi.fileio import atomic_write, user_cache_dir
 from kosumi.nets.config import NetConfig
 from kosumi.nets.onnx import (
     EXPORTER_VERSION,
-    INT8_WEIGHTS,
     META_INT8_WEIGHTS,
     META_SOURCE,
     OPSET,
@@ -50,6 +49,7 @@ from kosumi.nets.onnx import (
     read_onnx_model,
     tensors_sha256,
 )
+from kosumi.nets.onnx_weights import INT8_WEIGHTS
 from kosumi.runtime.backend import Backend
 from kosumi.runtime.options import LoadOptions
 
@@ -178,7 +178,7 @@ def _recoded_copy(model: Path, meta: dict[str, str], form: str) -> Path:
     """A cached copy of a kosumi int8 ONNX file with its weights held as ``form``."""
     import onnx
 
-    from kosumi.nets.onnx import recode_weights
+    from kosumi.nets.onnx_weights import recode_weights
 
     digest = meta.get(META_SOURCE) or hashlib.sha256(model.read_bytes()).hexdigest()
     folder, path = _cache_path(f"{digest}:file:{form}")

@@ -213,3 +213,33 @@ def test_bad_int8_weights_options_are_one_line_errors(int8_net_127, tmp_path):
         r = CliRunner().invoke(app, ["export", *args, "--out", str(out)])
         assert r.exit_code == 2 and message in r.output, r.output
         assert len(r.output.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_float_stem_starts_the_int8_stream_with_an_exact_identity(int8_net_b2c16, tmp_path):
+    """``auto`` keeps the stem in float. On the CPU the export then starts the int8 residual
+    stream with an identity 1x1 int8 convolution, so that ONNX Runtime's NHWC rewrite keeps the
+    whole trunk in NHWC: its optimized graph has far fewer Transposes than the export without
+    it (``pad_channels`` False, what TensorRT takes), and the outputs are bit for bit the same
+    (the oracle: that other export, whose integers the tests above hold to the reference)."""
+    from kosumi.nets.checkpoint import read_checkpoint
+    from kosumi.nets.onnx import onnx_bytes
+    from kosumi.nets.quant import scheme_of
+
+    ck = read_checkpoint(int8_net_b2c16)
+
+    assert scheme_of(ck.config).layers["input_conv"] == "float"
+    encoded = get_feature_set(ck.config.features).encode(bench_states(9, 16, seed=6))
+    feeds = {k: v for k, v in zip(("planes", "globals"), encoded, strict=True) if v is not None}
+    runs, transposes = [], []
+    for cpu in (False, True):
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.optimized_model_filepath = str(tmp_path / f"cpu-{cpu}.opt.onnx")
+        session = ort.InferenceSession(onnx_bytes(ck.config, ck.tensors, pad_channels=cpu), so,
+                                       providers=["CPUExecutionProvider"])
+        runs.append(session.run(None, feeds))
+        opt = onnx.load(so.optimized_model_filepath)
+        transposes.append(sum(n.op_type == "Transpose" for n in opt.graph.node))
+    assert transposes[1] < transposes[0], transposes  # b2c16: 3 against 4; b6c64: 3 against 14
+    for a, b in zip(*runs, strict=True):
+        np.testing.assert_array_equal(a, b)

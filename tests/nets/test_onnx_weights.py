@@ -59,8 +59,8 @@ def test_export_with_recoded_weights_keeps_the_integer_kernels(int8_net_127, tmp
         recoded += wide
     assert recoded >= 4 and (recoded < len(convs)) == (form == "offset")
     assert read_onnx_model(out).metadata["kosumi_int8_weights"] == form
-    assert describe_onnx(out)["format"] == f"ONNX (int8, {words}, kosumi exporter 3)"
-    assert describe_onnx(signed)["format"] == "ONNX (int8, kosumi exporter 3)"
+    assert describe_onnx(out)["format"] == f"ONNX (int8, {words}, kosumi exporter 4)"
+    assert describe_onnx(signed)["format"] == "ONNX (int8, kosumi exporter 4)"
 
 
 def test_recoded_integers_keep_their_differences():

@@ -208,8 +208,12 @@ def test_quantized_outputs_run_as_one_int8_op_in_onnx_runtime(float_net_b2c16, i
         so.optimized_model_filepath = str(tmp_path / f"{model.stem}.opt.onnx")
         ort.InferenceSession(str(onnx_file), so, providers=["CPUExecutionProvider"])
         ops = [n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node]
+        # less the export's exact identity convolution that starts an int8 stream after a float
+        # stem (nets.onnx, _stream_identity): not a layer of the net
+        identities = sum(t.name.endswith(".identity_q")
+                         for t in onnx.load(str(onnx_file)).graph.initializer)
         return (sum(o in ("Conv", "FusedConv", "Gemm", "MatMul", "FusedGemm") for o in ops),
-                sum(o in ("QLinearConv", "QLinearMatMul", "QGemm") for o in ops))
+                sum(o in ("QLinearConv", "QLinearMatMul", "QGemm") for o in ops) - identities)
 
     q = read_checkpoint(out)
     scheme = QuantScheme.from_dict(q.config.quantization)

@@ -169,6 +169,26 @@ def test_gtp_on_an_onnx_file_answers_genmove(tmp_path):
 
 
 
+def cpu_and_tensorrt_exports(ck, seed: int, folder: Path) -> tuple[list, list]:
+    """The int8 net ``ck`` exported without (TensorRT's form) and with the CPU's layout help
+    (``pad_channels``), each run by ONNX Runtime on the same 16 9x9 positions: ([outputs,
+    outputs], [ONNX Runtime's optimized graph, its optimized graph])."""
+    from kosumi.nets.onnx import onnx_bytes
+
+    encoded = get_feature_set(ck.config.features).encode(bench_states(9, 16, seed=seed))
+    feeds = {k: v for k, v in zip(("planes", "globals"), encoded, strict=True) if v is not None}
+    runs, graphs = [], []
+    for cpu in (False, True):
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.optimized_model_filepath = str(folder / f"cpu-{cpu}-{seed}.opt.onnx")
+        session = ort.InferenceSession(onnx_bytes(ck.config, ck.tensors, pad_channels=cpu), so,
+                                       providers=["CPUExecutionProvider"])
+        runs.append(session.run(None, feeds))
+        graphs.append(onnx.load(so.optimized_model_filepath).graph)
+    return runs, graphs
+
+
 def test_int8_stem_is_padded_to_whole_channel_groups(int8_net_127):
     """The int8 stem reads 11 feature planes; ONNX Runtime's fast int8 convolution takes input
     channels in groups of 4, so the export pads them to 12 with zero weights. In ONNX Runtime's
@@ -176,24 +196,15 @@ def test_int8_stem_is_padded_to_whole_channel_groups(int8_net_127):
     equal, bit for bit, those of the unpadded export (the oracle: the same net without the
     padding, what TensorRT's export takes)."""
     from kosumi.nets.checkpoint import read_checkpoint
-    from kosumi.nets.onnx import onnx_bytes
 
     ck = read_checkpoint(int8_net_127)
     planes = get_feature_set(ck.config.features).num_planes
     assert planes % 4, "the test needs a feature set whose planes are not a multiple of 4"
-    encoded = get_feature_set(ck.config.features).encode(bench_states(9, 16, seed=5))
-    feeds = {k: v for k, v in zip(("planes", "globals"), encoded, strict=True) if v is not None}
-    runs, widths = [], []
-    for pad in (False, True):
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        so.optimized_model_filepath = str(int8_net_127.parent / f"pad-{pad}.opt.onnx")
-        session = ort.InferenceSession(onnx_bytes(ck.config, ck.tensors, pad_channels=pad), so,
-                                       providers=["CPUExecutionProvider"])
-        runs.append(session.run(None, feeds))
-        opt = onnx.load(so.optimized_model_filepath)
-        inits = {t.name: t for t in opt.graph.initializer}
-        widths.append(sorted(int(inits[n.input[3]].dims[1]) for n in opt.graph.node
+    runs, graphs = cpu_and_tensorrt_exports(ck, 5, int8_net_127.parent)
+    widths = []
+    for graph in graphs:
+        inits = {t.name: t for t in graph.initializer}
+        widths.append(sorted(int(inits[n.input[3]].dims[1]) for n in graph.node
                              if n.op_type == "QLinearConv"))
     assert planes in widths[0] and planes not in widths[1], widths
     assert all(w % 4 == 0 for w in widths[1]) and len(widths[1]) == len(widths[0])
@@ -222,24 +233,12 @@ def test_a_float_stem_starts_the_int8_stream_with_an_exact_identity(int8_net_b2c
     it (``pad_channels`` False, what TensorRT takes), and the outputs are bit for bit the same
     (the oracle: that other export, whose integers the tests above hold to the reference)."""
     from kosumi.nets.checkpoint import read_checkpoint
-    from kosumi.nets.onnx import onnx_bytes
     from kosumi.nets.quant import scheme_of
 
     ck = read_checkpoint(int8_net_b2c16)
-
     assert scheme_of(ck.config).layers["input_conv"] == "float"
-    encoded = get_feature_set(ck.config.features).encode(bench_states(9, 16, seed=6))
-    feeds = {k: v for k, v in zip(("planes", "globals"), encoded, strict=True) if v is not None}
-    runs, transposes = [], []
-    for cpu in (False, True):
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        so.optimized_model_filepath = str(tmp_path / f"cpu-{cpu}.opt.onnx")
-        session = ort.InferenceSession(onnx_bytes(ck.config, ck.tensors, pad_channels=cpu), so,
-                                       providers=["CPUExecutionProvider"])
-        runs.append(session.run(None, feeds))
-        opt = onnx.load(so.optimized_model_filepath)
-        transposes.append(sum(n.op_type == "Transpose" for n in opt.graph.node))
+    runs, graphs = cpu_and_tensorrt_exports(ck, 6, tmp_path)
+    transposes = [sum(n.op_type == "Transpose" for n in g.node) for g in graphs]
     assert transposes[1] < transposes[0], transposes  # b2c16: 3 against 4; b6c64: 3 against 14
     for a, b in zip(*runs, strict=True):
         np.testing.assert_array_equal(a, b)

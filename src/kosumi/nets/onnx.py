@@ -409,6 +409,34 @@ def is_int8(config: NetConfig) -> bool:
     return config.own_precision == "int8"
 
 
+def one_conv_model(shape: tuple[int, ...], x_quant: tuple[float, Any], w: np.ndarray,
+                   w_scale: np.ndarray, w_zero: np.ndarray, y_quant: tuple[float, Any],
+                   bias: np.ndarray | None = None) -> bytes:
+    """A one-node ONNX model of ONNX Runtime's own ``QLinearConv``: input ``x`` of ``shape``
+    quantized as ``x_quant`` (scale, zero point as a numpy uint8 or int8 scalar), int8/uint8
+    weights ``w`` with per-channel ``w_scale`` and ``w_zero``, output ``y`` quantized as
+    ``y_quant``, same padding, optional int32 ``bias``. What a per-layer check or a kernel
+    timing runs."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    types = {np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8}
+    (xs, xz), (ys, yz) = x_quant, y_quant
+    arrays = {"xs": np.array(xs, np.float32), "xz": np.asarray(xz), "w": w,
+              "ws": np.asarray(w_scale, np.float32), "wz": w_zero,
+              "ys": np.array(ys, np.float32), "yz": np.asarray(yz)}
+    if bias is not None:
+        arrays["b"] = bias
+    k = int(w.shape[2])
+    node = helper.make_node("QLinearConv", ["x", *arrays], ["y"], pads=[k // 2] * 4)
+    graph = helper.make_graph(
+        [node], "one_conv",
+        [helper.make_tensor_value_info("x", types[arrays["xz"].dtype], list(shape))],
+        [helper.make_tensor_value_info("y", types[arrays["yz"].dtype], None)],
+        initializer=[numpy_helper.from_array(a, name) for name, a in arrays.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    return model.SerializeToString()
+
+
 def onnx_bytes(config: NetConfig, tensors: dict[str, np.ndarray], precision: str = "fp32",
                check: bool = True, int8_weights: str = "int8", pad_channels: bool = True) -> bytes:
     """The serialized model, checked with ``onnx.checker`` (full check) when ``check``;

@@ -23,6 +23,9 @@ from kosumi.nets.config import NetConfig
 from kosumi.nets.onnx import META_CONFIG, META_INT8_WEIGHTS
 
 INT8_WEIGHTS = ("int8", "uint8", "offset")  # how int8 weights are stored (recode_weights)
+#: each form in words, for what kosumi prints
+FORM_NAMES = {"int8": "int8 weights", "uint8": "uint8 weights",
+              "offset": "int8 weights with zero point -1"}
 
 
 def recoded(q: np.ndarray, form: str) -> np.ndarray:
@@ -102,4 +105,4 @@ def _trunk_width(model: Any) -> int:
 
 def form_words(form: str) -> str:
     """What ``kosumi inspect`` adds to an int8 ONNX file's format for its weights' form."""
-    return {"uint8": ", uint8 weights", "offset": ", int8 weights with zero point -1"}.get(form, "")
+    return "" if form == "int8" else f", {FORM_NAMES.get(form, form)}"

@@ -73,8 +73,9 @@ def onnxruntime_line(check: dict[str, Any] | None) -> str | None:
     """The line on ONNX Runtime's agreement with the integer reference on this CPU."""
     if check is None:
         return None
-    held = {"offset": "int8 weights with zero point -1, for the AMX kernels"}.get(
-        check["weights"], f"{check['weights']} weights")
+    from kosumi.nets.onnx_weights import FORM_NAMES
+
+    held = FORM_NAMES.get(check["weights"], f"{check['weights']} weights")
     if "error" in check:
         return f"onnxruntime check ({held}): could not run ({check['error']})"
     if check["max_lsb"] <= 1:

@@ -72,8 +72,8 @@ def layer_lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: l
     saturating kernels show as more. {"max_lsb", "layers" (how many compared), "worst" (the
     layer furthest off)}; ``states`` grouped by board size."""
     import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
 
+    from kosumi.nets.onnx import one_conv_model
     from kosumi.nets.onnx_weights import recoded
     from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
@@ -97,23 +97,10 @@ def layer_lsb_apart(config: NetConfig, tensors: dict[str, np.ndarray], states: l
             wz: np.ndarray = np.zeros(w.shape[0], np.int8)
             if int8_weights != "int8":
                 w, wz = recoded(w, int8_weights), recoded(wz, int8_weights)
-            k = w.shape[2]
-            init = [numpy_helper.from_array(np.array(x_act.scale, np.float32), "xs"),
-                    numpy_helper.from_array(np.array(x_act.zero_point, xt), "xz"),
-                    numpy_helper.from_array(w, "w"),
-                    numpy_helper.from_array(tensors[f"{n.name}.weight_scale"], "ws"),
-                    numpy_helper.from_array(wz, "wz"),
-                    numpy_helper.from_array(np.array(y_act.scale, np.float32), "ys"),
-                    numpy_helper.from_array(np.array(y_act.zero_point, yt), "yz"),
-                    numpy_helper.from_array(tensors[f"{n.name}.bias"], "b")]
-            node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys",
-                                                    "yz", "b"], ["y"], pads=[k // 2] * 4)
-            types = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
-            g = helper.make_graph([node], "one", [helper.make_tensor_value_info(
-                "x", types[xt], list(xq.shape))], [helper.make_tensor_value_info(
-                    "y", types[yt], None)], initializer=init)
-            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-            y = ort.InferenceSession(m.SerializeToString(), so,
+            model = one_conv_model(xq.shape, (x_act.scale, xt(x_act.zero_point)), w,
+                                   tensors[f"{n.name}.weight_scale"], wz,
+                                   (y_act.scale, yt(y_act.zero_point)), tensors[f"{n.name}.bias"])
+            y = ort.InferenceSession(model, so,
                                      providers=["CPUExecutionProvider"]).run(None, {"x": xq})[0]
             if st.fused is not None:  # QLinearConv has no fused ReLU: clamp its output too
                 y = np.maximum(y, np.array(y_act.zero_point, yt))

@@ -130,29 +130,18 @@ def weight_form_timings(channels: int = 64, size: int = 9) -> dict[str, float] |
 
 
 def _probe_session(w: np.ndarray, zero: int, shape: tuple[int, ...]) -> Any:
-    """A one-node ONNX Runtime session on 1 thread: uint8 input -> QLinearConv with weights
-    ``w`` and weight zero point ``zero`` -> uint8 output."""
-    from onnx import TensorProto, helper, numpy_helper
+    """An ONNX Runtime session on 1 thread of one uint8 -> uint8 QLinearConv with weights ``w``
+    and weight zero point ``zero``."""
+    from kosumi.nets.onnx import one_conv_model
 
     ort = _ort()
     n = w.shape[0]
-    init = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
-            numpy_helper.from_array(np.array(128, np.uint8), "xz"),
-            numpy_helper.from_array(w, "w"),
-            numpy_helper.from_array(np.full(n, 1e-3, np.float32), "ws"),
-            numpy_helper.from_array(np.full(n, zero, np.int8), "wz"),
-            numpy_helper.from_array(np.array(0.05, np.float32), "ys"),
-            numpy_helper.from_array(np.array(128, np.uint8), "yz")]
-    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"],
-                            ["y"], pads=[1, 1, 1, 1])
-    graph = helper.make_graph([node], "probe", [helper.make_tensor_value_info(
-        "x", TensorProto.UINT8, list(shape))], [helper.make_tensor_value_info(
-            "y", TensorProto.UINT8, None)], initializer=init)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model = one_conv_model(shape, (0.02, np.uint8(128)), w, np.full(n, 1e-3, np.float32),
+                           np.full(n, zero, np.int8), (0.05, np.uint8(128)))
     so = ort.SessionOptions()
     so.intra_op_num_threads = so.inter_op_num_threads = 1
     so.log_severity_level = 3
-    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
 
 
 def _cache_path(key_text: str) -> tuple[Path, Path]:

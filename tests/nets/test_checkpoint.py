@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ import torch
 from helpers import lz_config, random_inputs, random_net_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from safetensors import safe_open
 from safetensors.numpy import save as st_save
 
 from kosumi.errors import KosumiError
@@ -120,6 +123,35 @@ def test_checkpoint_round_trip(tmp_path, config):
     ck = read_checkpoint(path)
     assert ck.metadata["format"] == "kosumi-checkpoint"
     assert not any(k.endswith("num_batches_tracked") for k in ck.tensors)
+
+
+SAVE_IN_A_PROCESS = """
+import sys
+import numpy as np
+from kosumi.nets.checkpoint import checkpoint_bytes
+from kosumi.nets.config import NetConfig
+tensors = {"a": np.arange(6, dtype=np.float32), "b": np.array([-3, 4], np.int8)}
+meta = {f"key{i}": "\u00e9" * i for i in range(6)}
+sys.stdout.buffer.write(checkpoint_bytes(tensors, NetConfig(arch="b1c8"), meta))
+"""
+
+
+def test_the_same_net_saved_in_other_processes_gives_the_same_bytes(tmp_path):
+    # safetensors orders the metadata by a Rust HashMap seeded anew in every process: 8 keys
+    # in three processes came out in one order by chance once in 40,320^2
+    runs = [subprocess.run([sys.executable, "-c", SAVE_IN_A_PROCESS], check=True,
+                           capture_output=True).stdout for _ in range(3)]
+    assert runs[0] == runs[1] == runs[2]
+    path = tmp_path / "n.safetensors"
+    path.write_bytes(runs[0])
+    with safe_open(path, "np") as f:  # safetensors' own reader takes it
+        meta = f.metadata()
+        assert f.get_tensor("b").tolist() == [-3, 4]
+    assert meta["key3"] == "\u00e9" * 3 and len(meta) == 8
+    n = int.from_bytes(runs[0][:8], "little")
+    written = json.loads(runs[0][8:8 + n])["__metadata__"]
+    assert list(written) == sorted(meta)
+    assert read_checkpoint(path).config == NetConfig(arch="b1c8")
 
 
 def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch, small_net):

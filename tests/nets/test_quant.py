@@ -1,8 +1,11 @@
 """Fixed-point arithmetic of the quantization scheme (kosumi.nets.quant) against exact
-rationals."""
+rationals; the scheme's JSON the same in every process."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -51,3 +54,23 @@ def test_integer_add_against_exact_rationals():
         assert got[i] == want
     # the rescales themselves are within 2^-30 of s_in / s_out
     assert abs(p["ma"] / 2 ** p["shift"] / (a_act.scale / out.scale) - 1) < 2**-28
+
+
+# ---------------------------------------------------------------------------- the JSON
+SCHEME_FROM_A_SET = """
+import json
+from kosumi.nets.quant import ActQuant, QuantScheme
+names = {f"blocks.{i}.conv{j}:relu" for i in range(6) for j in (1, 2)}  # a set, as a plan's
+scheme = QuantScheme(acts={n: ActQuant(0.5, "uint8") for n in names},
+                     adds={f"blocks.{i}:add": {"ma": 1, "mb": 2, "shift": 3} for i in range(6)})
+print(json.dumps(scheme.to_dict()))
+"""
+
+
+def test_a_scheme_built_from_sets_writes_the_same_json_whatever_the_hash_seed():
+    # kosumi quantize builds the acts from the plan's set of values: with the hash seed, their
+    # order changed from process to process, and so did the bytes of the same quantized net
+    out = [subprocess.run([sys.executable, "-c", SCHEME_FROM_A_SET], check=True, text=True,
+                          capture_output=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+           for seed in ("1", "2", "3")]
+    assert out[0] == out[1] == out[2]

@@ -86,7 +86,25 @@ def checkpoint_bytes(tensors: dict[str, Any], config: NetConfig,
 
     arrays = {name: stored_array(name, t) for name, t in tensors.items()}
     meta = {**(metadata or {}), FORMAT_KEY: FORMAT_NAME, CONFIG_KEY: config.to_json()}
-    return save(arrays, metadata=meta)
+    return _metadata_in_key_order(save(arrays, metadata=meta))
+
+
+def _metadata_in_key_order(data: bytes) -> bytes:
+    """``data`` with its header's metadata in key order. safetensors writes the metadata map in
+    the order of a Rust HashMap, which is seeded anew in every process, so the same net saved
+    twice gave two files; rewritten in key order, in the same number of bytes (the header is
+    padded with spaces, as safetensors pads it), it gives one. The tensors' entries and data are
+    left as they are."""
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    meta = header.get("__metadata__")
+    if not meta:
+        return data
+    header["__metadata__"] = dict(sorted(meta.items()))
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    if len(text) > n:  # another JSON spelling than safetensors' own: keep its bytes
+        return data
+    return data[:8] + text.ljust(n) + data[8 + n:]
 
 
 def save_checkpoint(path: str | os.PathLike[str], net_or_tensors: Any,

@@ -105,11 +105,13 @@ class QuantScheme:
         return [n for n, mode in self.layers.items() if mode == "int8"]
 
     def to_dict(self) -> dict[str, Any]:
+        """The scheme as JSON, activations and adds in name order: the same net gives the
+        same bytes whatever order its sets were built in (Python's hash seed)."""
         return {"version": SCHEME_VERSION, "bits": self.bits, "weight_max": self.weight_max,
                 "activations": self.activations,
                 "layers": dict(self.layers),
-                "acts": {k: v.to_dict() for k, v in self.acts.items()},
-                "adds": {k: dict(v) for k, v in self.adds.items()}, "info": self.info}
+                "acts": {k: self.acts[k].to_dict() for k in sorted(self.acts)},
+                "adds": {k: dict(self.adds[k]) for k in sorted(self.adds)}, "info": self.info}
 
     @classmethod
     def from_dict(cls, d: Any, source: str = "quantization") -> QuantScheme:

@@ -12,7 +12,14 @@ setup(
             "kosumi._speedups",
             ["src/kosumi/_speedups.c"],
             optional=True,
-            extra_compile_args=["-O3"],
-        )
+            extra_compile_args=["-O3", "-ffp-contract=off"],
+        ),
+        Extension(
+            "kosumi.engine._puct",
+            ["src/kosumi/engine/_puct.c"],
+            optional=True,
+            # no fused multiply-adds: the same bits as kosumi.engine.puct's Python versions
+            extra_compile_args=["-O3", "-ffp-contract=off"],
+        ),
     ]
 )

@@ -16,6 +16,7 @@ import random
 import shutil
 import subprocess
 import sys
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -451,3 +452,42 @@ def export_onnx(model, out: Path, *extra: str) -> str:
     r = cli("export", model, "--format", "onnx", "--out", out, *extra)
     assert r.exit_code == 0, r.output
     return r.output
+
+
+# ------------------------------------------------------------------------- search records
+def records(rows: list[dict]) -> array:
+    """Search-node child records (kosumi.engine.puct) from dicts of field values: n, vl, w
+    (default n), w2 (default n), u, u2 (default u^2), wl (default u); the rest 0."""
+    from kosumi.engine import puct
+
+    st = puct.new_records(len(rows))
+    for i, r in enumerate(rows):
+        n = r.get("n", 0.0)
+        u = r.get("u", 0.0)
+        vals = {puct.F_N: n, puct.F_VL: r.get("vl", 0.0), puct.F_W: r.get("w", n),
+                puct.F_W2: r.get("w2", n), puct.F_U: u, puct.F_U2: r.get("u2", u * u),
+                puct.F_WL: r.get("wl", u)}
+        for f, v in vals.items():
+            st[i * puct.NF + f] = v
+    return st
+
+
+def own(u: float, w: float = 1.0) -> array:
+    """A node's own evaluation of utility ``u`` (win/loss alike) and weight ``w``."""
+    from kosumi.engine import puct
+
+    o = array("d", bytes(8 * puct.NOWN))
+    o[puct.O_U] = u
+    o[puct.O_WL] = u
+    o[puct.O_W] = w
+    return o
+
+
+def agg_of(n: float, u: float, u2: float | None = None, w: float | None = None) -> array:
+    """A node's own record: ``n`` visits (weight ``w``, default n), utility ``u``."""
+    from kosumi.engine import puct
+
+    a = puct.new_record()
+    a[puct.F_N], a[puct.F_U], a[puct.F_W] = n, u, n if w is None else w
+    a[puct.F_U2] = u * u if u2 is None else u2
+    return a

@@ -2,12 +2,12 @@
 
 Oracles: KataGo's own illegal points (the null policy entries of the reference file),
 hand-checked positions, ``GameState.illegal_reason`` / ``GameState.chain_liberties`` (the
-incremental rules code, independent of accel), small set-based oracles written here, and the
-numpy PUCT formula that ``MCTS._select_child`` used before it called ``accel.puct_select``.
-Every check runs on both implementations. Environment: KOSUMI_REQUIRE_REFERENCE=1 turns a
-missing ../shared reference file into a failure (conftest); KOSUMI_ALLOW_PURE_PYTHON=1 accepts a
-machine where the C extension could not be built; KOSUMI_NO_SPEEDUPS=1 makes kosumi.accel (and so
-GameState / MCTS) use the fallbacks.
+incremental rules code, independent of accel) and small set-based oracles written here (the
+search's own rules and their C versions are tested in tests/engine/test_puct.py). Every check
+runs on both implementations. Environment: KOSUMI_REQUIRE_REFERENCE=1 turns a missing ../shared
+reference file into a failure (conftest); KOSUMI_ALLOW_PURE_PYTHON=1 accepts a machine where the
+C extension could not be built; KOSUMI_NO_SPEEDUPS=1 makes kosumi.accel (and so GameState /
+MCTS) use the fallbacks.
 """
 
 from __future__ import annotations
@@ -34,14 +34,12 @@ except ImportError:  # reported by test_c_extension_is_built
 
 PY = SimpleNamespace(
     name="python",
-    puct_select=accel.py_puct_select,
     legal_mask=accel.py_legal_mask,
     chain_liberties=accel.py_chain_liberties,
     area_ownership=accel.py_area_ownership,
 )
 C = _speedups and SimpleNamespace(
     name="c",
-    puct_select=_speedups.puct_select,
     legal_mask=_speedups.legal_mask,
     chain_liberties=_speedups.chain_liberties,
     area_ownership=_speedups.area_ownership,
@@ -106,18 +104,6 @@ def random_positions(count: int, seed: int):
             yield size, bytes(s.board), state_ko(s, s.to_move)
 
 
-def numpy_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction) -> int:
-    """MCTS._select_child's formula, verbatim, as it was before it called accel.puct_select."""
-    n, w, priors = (np.frombuffer(x) if not isinstance(x, np.ndarray) else x
-                    for x in (n, w, priors))
-    visited = n > 0
-    sq = math.sqrt(max(visits, 1))
-    fpu = parent_value - fpu_reduction * math.sqrt(float(priors[visited].sum()))
-    q = np.where(visited, w / np.maximum(n, 1e-9), fpu)
-    u = (c_puct * sq) * priors / (1.0 + n)
-    return int(np.argmax(q + u))
-
-
 # ------------------------------------------------------------------------------------ build
 def test_c_extension_is_built():
     """CI must notice a silently failed (optional) build. Set KOSUMI_ALLOW_PURE_PYTHON=1 on a
@@ -131,17 +117,15 @@ def test_c_extension_is_built():
         return
     assert accel.HAVE_C and accel.IMPLEMENTATION == "c"
     assert accel.legal_mask is _speedups.legal_mask
-    assert accel.puct_select is _speedups.puct_select
 
 
 def test_env_forces_fallback():
     code = ("import kosumi.accel as a; "
-            "print(a.HAVE_C, a.IMPLEMENTATION, a.legal_mask is a.py_legal_mask, "
-            "a.puct_select is a.py_puct_select)")
+            "print(a.HAVE_C, a.IMPLEMENTATION, a.legal_mask is a.py_legal_mask)")
     env = dict(os.environ, KOSUMI_NO_SPEEDUPS="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, cwd=ROOT).stdout.split()
-    assert out == ["False", "python", "True", "True"]
+    assert out == ["False", "python", "True"]
 
 
 # ------------------------------------------------------------------------------------ legal_mask
@@ -547,135 +531,6 @@ def test_bad_arguments(impl):
             impl.legal_mask(b, 5, BLACK, ko, False)
     with pytest.raises(ValueError):
         impl.legal_mask(bytes(24) + b"\xff", 5, BLACK, -1, False)
-    z = np.zeros(4)
-    with pytest.raises(ValueError):
-        impl.puct_select(z, z, np.zeros(3), 1, 0.5, 1.5, 0.25)  # lengths differ
-    with pytest.raises(ValueError):
-        impl.puct_select(np.zeros(0), np.zeros(0), np.zeros(0), 1, 0.5, 1.5, 0.25)
-    with pytest.raises(ValueError):
-        impl.puct_select(z.astype(np.float32), z, z, 1, 0.5, 1.5, 0.25)
-    with pytest.raises(ValueError):
-        impl.puct_select(np.zeros(8)[::2], z, z, 1, 0.5, 1.5, 0.25)
-    with pytest.raises(ValueError):
-        impl.puct_select(bytes(32), z, z, 1, 0.5, 1.5, 0.25)  # bytes are not float64
-    with pytest.raises(TypeError):
-        impl.puct_select([0.0] * 4, z, z, 1, 0.5, 1.5, 0.25)
-    with pytest.raises(TypeError):
-        impl.puct_select(z, z, z, 1, 0.5, 1.5)
-
-
-# ------------------------------------------------------------------------------------ puct_select
-def _cases(seed: int, count: int):
-    rng = np.random.default_rng(seed)
-    for _ in range(count):
-        k = int(rng.integers(1, 420))
-        frac = float(rng.choice([0.0, 0.05, 0.3, 0.9, 1.0]))
-        n = np.where(rng.random(k) < frac, rng.integers(1, 60, k), 0).astype(np.float64)
-        w = n * rng.random(k)
-        p = rng.random(k) ** 3 * 10.0 ** rng.integers(-6, 1, k)
-        p /= p.sum()
-        visits = int(rng.integers(0, 5000)) if rng.random() < 0.8 else float(n.sum())
-        yield (n, w, p, visits, float(rng.random()), float(rng.choice([0.0, 0.5, 1.5, 4.0])),
-               float(rng.choice([0.0, 0.25, 1.0])))
-
-
-@pytest.mark.parametrize("impl", IMPLS)
-def test_puct_select_matches_numpy_formula(impl):
-    for args in _cases(seed=7, count=3000):
-        assert impl.puct_select(*args) == numpy_select(*args)
-
-
-@pytest.mark.parametrize("impl", IMPLS)
-def test_puct_select_ties_and_unvisited(impl):
-    k = 300
-    z = np.zeros(k)
-    flat = np.full(k, 1.0 / k)
-    assert impl.puct_select(z, z, flat, 0, 0.5, 1.5, 0.25) == 0  # all tied: the lowest index
-    p = flat.copy()
-    p[[17, 40, 200]] = 2.0 / k
-    assert impl.puct_select(z, z, p, 0, 0.5, 1.5, 0.25) == 17
-    assert impl.puct_select(z, z, p, 10, 0.5, 0.0, 0.25) == 0  # c_puct 0: all at fpu
-    # visited children with identical q + u tie with each other: the lowest index
-    n = np.zeros(k)
-    n[[5, 9]] = 3.0
-    w = n * 0.9
-    assert impl.puct_select(n, w, flat, 6, 0.5, 0.0, 0.25) == 5
-    for args in _cases(seed=8, count=300):
-        n, w, p = args[:3]
-        # integer-valued statistics produce many exact ties
-        w = np.round(w)
-        p = np.round(p * 50) / 50 + 1e-3
-        a = (n, w, p, *args[3:])
-        assert impl.puct_select(*a) == numpy_select(*a)
-
-
-@pytest.mark.parametrize("impl", IMPLS)
-def test_puct_select_nan_and_negative(impl):
-    n = np.array([0.0, 2.0, 1.0, 0.0])
-    w = np.array([0.0, np.nan, 0.5, 0.0])
-    p = np.array([0.25, 0.25, 0.25, 0.25])
-    assert impl.puct_select(n, w, p, 3, 0.5, 1.5, 0.25) == numpy_select(n, w, p, 3, 0.5, 1.5, 0.25)
-    assert impl.puct_select(n, w, p, 3, 0.5, 1.5, 0.25) == 1  # NaN wins, like numpy.argmax
-    with pytest.raises(ValueError):  # math.sqrt of a negative visited prior sum
-        impl.puct_select(np.ones(2), np.ones(2), np.array([-0.5, 0.1]), 3, 0.5, 1.5, 0.25)
-
-
-@pytest.mark.parametrize("impl", IMPLS)
-def test_puct_select_fpu_is_bit_exact(impl):
-    """First-play urgency must be numpy's to the last bit (numpy sums pairwise): a visited child
-    whose q equals numpy's fpu exactly ties with an unvisited child, before and after it."""
-    rng = np.random.default_rng(99)
-    for trial in range(400):
-        k = int(rng.integers(9, 400))
-        p = rng.random(k) * 10.0 ** rng.integers(-9, 1, k)
-        for first_unvisited in (True, False):
-            n = np.ones(k)
-            w = np.full(k, -100.0)
-            u, v = (0, 1) if first_unvisited else (1, 0)
-            n[u] = 0.0
-            visited = n > 0
-            fpu = 0.0 - 1.0 * math.sqrt(float(p[visited].sum()))
-            w[v] = fpu  # q_v = fpu / 1
-            args = (n, w, p, 1, 0.0, 0.0, 1.0)
-            assert numpy_select(*args) == 0
-            assert impl.puct_select(*args) == 0, (trial, k, first_unvisited)
-
-
-def test_mcts_select_child_uses_accel():
-    """MCTS._select_child returns the numpy formula's choice on real search nodes."""
-    from kosumi.engine.mcts import MCTS, SearchConfig
-    from kosumi.runtime.evaluator import UniformEvaluator
-
-    mcts = MCTS(UniformEvaluator(value=0.5), SearchConfig(visits=64, batch=4, seed=1))
-    mcts.search(GameState(9))
-    root = mcts._root
-    cfg = mcts.config
-    expected = numpy_select(root.n, root.w, root.priors, root.visits, root.value, cfg.c_puct,
-                            cfg.fpu_reduction)
-    assert mcts._select_child(root) == expected
-    assert root.visits >= 64
-
-
-# ------------------------------------------------------------------------------ policy_children
-def test_policy_children_hand_example_and_pass_always_kept():
-    for impl in {accel.policy_children, accel.py_policy_children}:
-        moves, priors = impl(np.array([0, 0.5, 0, 0.25, 0], dtype=np.float32))
-        assert np.frombuffer(moves, np.int16).tolist() == [1, 3, 4]  # pass (last) kept at 0
-        np.testing.assert_allclose(np.frombuffer(priors), [2 / 3, 1 / 3, 0.0])
-        moves, priors = impl(np.zeros(10, dtype=np.float32))  # nothing: pass alone, prior 1
-        assert np.frombuffer(moves, np.int16).tolist() == [9]
-        assert np.frombuffer(priors).tolist() == [1.0]
-
-
-def test_policy_children_c_equals_fallback():
-    rng = np.random.default_rng(4)
-    for _ in range(200):
-        k = int(rng.integers(2, 363))
-        pol = rng.random(k).astype(np.float32) * (rng.random(k) < 0.7)
-        pol /= max(pol.sum(), 1e-9)
-        assert accel.policy_children(pol) == accel.py_policy_children(pol)
-    with pytest.raises(ValueError):
-        accel.policy_children(np.zeros(5, dtype=np.float64))
 
 
 # ------------------------------------------------------------------------------------ softmax

@@ -2,11 +2,9 @@
  * kosumi._speedups: C versions of the search's hot spots (see kosumi/accel.py, the Python front
  * that falls back to exact numpy/Python versions when this module is not built).
  *
- *   puct_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction, /) -> int
  *   legal_mask(board, size, color, ko, suicide_allowed, out=None)   -> bytes | out
  *   chain_liberties(board, size, out=None)                           -> bytes | out
  *   area_ownership(board, size, out=None)                            -> bytes | out
- *   policy_children(policy, /)                                       -> (bytes, bytes)
  *   basic_planes(board, size, color, ko, moves, out, /)              -> out
  *   masked_softmax(logits, legal, row, out, /)                       -> out
  *
@@ -56,40 +54,6 @@ get_byte_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t len, int writable, co
         PyBuffer_Release(view);
         return -1;
     }
-    return 0;
-}
-
-/* Is the struct-module format string a native-order float64 ("d", "@d", "=d", "<d"/">d")? */
-static int
-is_float64_format(const char *fmt)
-{
-    const int little = (PY_LITTLE_ENDIAN != 0);
-    if (fmt == NULL)
-        return 0;  /* unsigned bytes */
-    if (fmt[0] == '@' || fmt[0] == '=' || (fmt[0] == '<' && little) ||
-        ((fmt[0] == '>' || fmt[0] == '!') && !little))
-        fmt++;
-    return fmt[0] == 'd' && fmt[1] == '\0';
-}
-
-/* Get a C-contiguous float64 buffer; its element count goes to *count. */
-static int
-get_f64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t *count, const char *name)
-{
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        if (PyErr_ExceptionMatches(PyExc_BufferError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous float64 buffer", name);
-        }
-        return -1;
-    }
-    if (view->itemsize != 8 || !is_float64_format(view->format)) {
-        PyErr_Format(PyExc_ValueError, "%s must be a float64 buffer (got format '%s')", name,
-                     view->format ? view->format : "B");
-        PyBuffer_Release(view);
-        return -1;
-    }
-    *count = view->len / 8;
     return 0;
 }
 
@@ -651,208 +615,6 @@ area_ownership(PyObject *self, PyObject *args, PyObject *kwargs)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* puct_select                                                                                 */
-/* ------------------------------------------------------------------------------------------ */
-
-/*
- * numpy's pairwise summation of float64 (numpy/_core/src/umath/loops_utils.h.src,
- * DOUBLE_pairwise_sum, PW_BLOCKSIZE 128), reproduced operation for operation so that
- * `priors[visited].sum()` and this sum agree to the last bit.
- */
-static double
-pairwise_sum(const double *a, Py_ssize_t n)
-{
-    if (n < 8) {
-        double res = 0.;
-        Py_ssize_t i;
-        for (i = 0; i < n; i++)
-            res += a[i];
-        return res;
-    } else if (n <= 128) {
-        double r[8], res;
-        Py_ssize_t i;
-        int j;
-        for (j = 0; j < 8; j++)
-            r[j] = a[j];
-        for (i = 8; i < n - (n % 8); i += 8)
-            for (j = 0; j < 8; j++)
-                r[j] += a[i + j];
-        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; i++)
-            res += a[i];
-        return res;
-    } else {
-        Py_ssize_t n2 = n / 2;
-        n2 -= n2 % 8;
-        return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
-    }
-}
-
-PyDoc_STRVAR(puct_select_doc,
-"puct_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction, /) -> int\n\n"
-"PUCT child selection over k children (n, w, priors: float64 buffers of k items):\n"
-"argmax_i q_i + u_i with visited_i = n_i > 0, fpu = parent_value - fpu_reduction *\n"
-"sqrt(sum of priors over visited), q_i = w_i / max(n_i, 1e-9) if visited else fpu,\n"
-"u_i = c_puct * sqrt(max(visits, 1)) * priors_i / (1 + n_i). Ties (and NaN) resolve like\n"
-"numpy.argmax: the lowest index wins; the first NaN wins. Bit-identical to the numpy formula.");
-
-#define STACK_CHILDREN 512
-
-static PyObject *
-puct_select(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    Py_buffer nv, wv, pv;
-    Py_ssize_t k, kw, kp, i, nvis = 0, best_i = 0;
-    double scalars[4], visits, parent_value, c_puct, fpu_reduction, cs, fpu, visited_prior;
-    double best = 0.0;
-    volatile double reduction;  /* volatile: keep `a - b * c` from fusing into an FMA */
-    double stack_buf[STACK_CHILDREN], *vis_priors = stack_buf;
-    const double *n, *w, *pr;
-    PyObject *result = NULL;
-    (void)self;
-
-    if (check_nargs("puct_select", nargs, 7) < 0 || as_numbers(args + 3, NULL, scalars, 4) < 0)
-        return NULL;
-    visits = scalars[0];
-    parent_value = scalars[1];
-    c_puct = scalars[2];
-    fpu_reduction = scalars[3];
-
-    if (get_f64_buffer(args[0], &nv, &k, "n") < 0)
-        return NULL;
-    if (get_f64_buffer(args[1], &wv, &kw, "w") < 0) {
-        PyBuffer_Release(&nv);
-        return NULL;
-    }
-    if (get_f64_buffer(args[2], &pv, &kp, "priors") < 0) {
-        PyBuffer_Release(&wv);
-        PyBuffer_Release(&nv);
-        return NULL;
-    }
-    if (kw != k || kp != k) {
-        PyErr_Format(PyExc_ValueError,
-                     "n, w and priors must have the same length (got %zd, %zd, %zd)", k, kw, kp);
-        goto done;
-    }
-    if (k == 0) {
-        PyErr_SetString(PyExc_ValueError, "puct_select needs at least one child");
-        goto done;
-    }
-    n = (const double *)nv.buf;
-    w = (const double *)wv.buf;
-    pr = (const double *)pv.buf;
-
-    /* fpu from the priors of the visited children, summed in numpy's order */
-    if (k > STACK_CHILDREN) {
-        vis_priors = (double *)PyMem_Malloc((size_t)k * sizeof(double));
-        if (vis_priors == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
-    }
-    for (i = 0; i < k; i++)
-        if (n[i] > 0)
-            vis_priors[nvis++] = pr[i];
-    visited_prior = 0.0 + pairwise_sum(vis_priors, nvis);
-    if (vis_priors != stack_buf)
-        PyMem_Free(vis_priors);
-    if (visited_prior < 0) {  /* like math.sqrt in the numpy version */
-        PyErr_SetString(PyExc_ValueError, "math domain error (negative sum of visited priors)");
-        goto done;
-    }
-    reduction = fpu_reduction * sqrt(visited_prior);
-    fpu = parent_value - reduction;
-
-    cs = c_puct * sqrt(1.0 > visits ? 1.0 : visits);  /* Python's max(visits, 1) */
-    for (i = 0; i < k; i++) {
-        const double ni = n[i];
-        const double q = ni > 0 ? w[i] / (ni > 1e-9 ? ni : 1e-9) : fpu;
-        const double u = cs * pr[i] / (1.0 + ni);
-        const double v = q + u;
-        if (v != v) {  /* NaN: numpy.argmax returns the first one */
-            best_i = i;
-            break;
-        }
-        if (i == 0 || v > best) {
-            best = v;
-            best_i = i;
-        }
-    }
-    result = PyLong_FromSsize_t(best_i);
-
-done:
-    PyBuffer_Release(&pv);
-    PyBuffer_Release(&wv);
-    PyBuffer_Release(&nv);
-    return result;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* policy_children                                                                             */
-/* ------------------------------------------------------------------------------------------ */
-
-PyDoc_STRVAR(policy_children_doc,
-"policy_children(policy, /) -> (moves: bytes, priors: bytes)\n\n"
-"The children of a search node from a policy (a float32 buffer over points + pass, pass last):\n"
-"the indices i with policy_i > 0, and always the last one (pass), as int16 items, and their\n"
-"priors normalised to sum 1 as float64 items (summed in index order).");
-
-static PyObject *
-policy_children(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    Py_buffer pv;
-    Py_ssize_t k, i, m = 0;
-    const float *pol;
-    short *moves;
-    double *priors, total = 0.0, scale;
-    PyObject *mb = NULL, *pb = NULL, *result = NULL;
-    (void)self;
-
-    if (check_nargs("policy_children", nargs, 1) < 0)
-        return NULL;
-    if (PyObject_GetBuffer(args[0], &pv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return NULL;
-    if (pv.itemsize != 4 || pv.format == NULL || strcmp(pv.format, "f") != 0) {
-        PyErr_SetString(PyExc_ValueError, "policy must be a C-contiguous float32 buffer");
-        goto done;
-    }
-    k = pv.len / 4;
-    if (k < 1 || k > 32767) {
-        PyErr_Format(PyExc_ValueError, "policy must have 1..32767 entries, not %zd", k);
-        goto done;
-    }
-    pol = (const float *)pv.buf;
-    mb = PyBytes_FromStringAndSize(NULL, k * (Py_ssize_t)sizeof(short));
-    pb = PyBytes_FromStringAndSize(NULL, k * (Py_ssize_t)sizeof(double));
-    if (mb == NULL || pb == NULL)
-        goto done;
-    moves = (short *)PyBytes_AS_STRING(mb);
-    priors = (double *)PyBytes_AS_STRING(pb);
-    for (i = 0; i < k; i++) {
-        if (pol[i] > 0.0f || i == k - 1) {
-            moves[m] = (short)i;
-            priors[m] = pol[i] > 0.0f ? (double)pol[i] : 0.0;
-            total += priors[m];
-            m++;
-        }
-    }
-    scale = total > 0.0 ? 1.0 / total : 0.0;
-    for (i = 0; i < m; i++)
-        priors[i] *= scale;
-    if (total <= 0.0)
-        priors[m - 1] = 1.0;  /* nothing but pass */
-    if (_PyBytes_Resize(&mb, m * (Py_ssize_t)sizeof(short)) < 0 ||
-        _PyBytes_Resize(&pb, m * (Py_ssize_t)sizeof(double)) < 0)
-        goto done;
-    result = PyTuple_Pack(2, mb, pb);
-done:
-    Py_XDECREF(mb);
-    Py_XDECREF(pb);
-    PyBuffer_Release(&pv);
-    return result;
-}
-
-/* ------------------------------------------------------------------------------------------ */
 /* masked_softmax                                                                              */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -1179,15 +941,12 @@ area_map(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /* ------------------------------------------------------------------------------------------ */
 
 static PyMethodDef speedups_methods[] = {
-    {"puct_select", (PyCFunction)(void (*)(void))puct_select, METH_FASTCALL, puct_select_doc},
     {"legal_mask", (PyCFunction)(void (*)(void))legal_mask, METH_VARARGS | METH_KEYWORDS,
      legal_mask_doc},
     {"chain_liberties", (PyCFunction)(void (*)(void))chain_liberties,
      METH_VARARGS | METH_KEYWORDS, chain_liberties_doc},
     {"area_ownership", (PyCFunction)(void (*)(void))area_ownership,
      METH_VARARGS | METH_KEYWORDS, area_ownership_doc},
-    {"policy_children", (PyCFunction)(void (*)(void))policy_children, METH_FASTCALL,
-     policy_children_doc},
     {"basic_planes", (PyCFunction)(void (*)(void))basic_planes, METH_FASTCALL, basic_planes_doc},
     {"masked_softmax", (PyCFunction)(void (*)(void))masked_softmax, METH_FASTCALL,
      masked_softmax_doc},

@@ -1,16 +1,7 @@
 """Fast paths for the search's hot spots: the C extension ``kosumi._speedups`` when it is built,
 exact numpy/Python fallbacks otherwise (edge devices without a compiler still work).
 
-Eight functions, with the same signatures and results in both implementations:
-
-``puct_select(n, w, priors, visits, parent_value, c_puct, fpu_reduction, /) -> int``
-    PUCT child selection over k children; ``n``, ``w``, ``priors`` are float64 buffers (numpy
-    arrays, C-contiguous) of k items. Returns ``argmax_i q_i + u_i`` where ``visited_i = n_i > 0``,
-    ``fpu = parent_value - fpu_reduction * sqrt(sum(priors[visited]))``,
-    ``q_i = w_i / max(n_i, 1e-9)`` if visited else ``fpu``,
-    ``u_i = c_puct * sqrt(max(visits, 1)) * priors_i / (1 + n_i)``; ties go to the lowest index
-    and a NaN wins (like ``numpy.argmax``). The C version is bit-identical to the numpy formula
-    (it reproduces numpy's pairwise summation).
+Six functions, with the same signatures and results in both implementations:
 
 ``legal_mask(board, size, color, ko, suicide_allowed, out=None) -> bytes | out``
     1 where ``color`` may play under simple-ko rules: the point is empty, is not ``ko`` (pass -1
@@ -34,10 +25,6 @@ into it and return ``out``. Bad arguments raise ValueError (TypeError for a non-
     KataGo's area of each point (1 black, 2 white, 0 neither) from Benson's pass-alive analysis
     of both colours: ``kosumi.go.benson`` documents it and holds the Python version.
 
-``policy_children(policy, /) -> (moves: bytes, priors: bytes)``
-    A search node's children from a float32 policy over points + pass (pass last): the int16
-    indices with policy > 0, and always pass, and their float64 priors normalised in index order.
-
 ``basic_planes(board, size, color, ko, moves, out, /) -> out``
     The 11 planes of the ``basic`` feature set (``kosumi.nets.features``) for ``color`` to move,
     written into ``out`` (a writable C-contiguous float32 buffer of 11*N*N items): ones, the
@@ -58,7 +45,6 @@ available under the same names with a ``py_`` prefix.
 
 from __future__ import annotations
 
-import math
 import operator
 import os
 from collections.abc import Sequence
@@ -88,16 +74,12 @@ __all__ = [
     "chain_liberties",
     "legal_mask",
     "masked_softmax",
-    "policy_children",
-    "puct_select",
     "py_area_map",
     "py_area_ownership",
     "py_basic_planes",
     "py_chain_liberties",
     "py_legal_mask",
     "py_masked_softmax",
-    "py_policy_children",
-    "py_puct_select",
 ]
 
 MIN_SIZE, MAX_SIZE = 2, 19
@@ -149,51 +131,6 @@ def _result(values: bytes | bytearray | np.ndarray, out: _Out | None) -> bytes |
         return data
     _byte_view(out, len(data), "out", writable=True)[:] = data
     return out
-
-
-_F64 = np.dtype(np.float64)
-
-
-def _f64(x: BufferLike, name: str) -> np.ndarray:
-    """A 1-D float64 array on the C-contiguous float64 buffer ``x``."""
-    if type(x) is np.ndarray and x.dtype is _F64 and x.ndim == 1 and x.strides[0] == 8:
-        return x  # the common case, checked cheaply
-    if isinstance(x, np.ndarray):
-        if x.dtype != np.float64:
-            raise ValueError(f"{name} must be a float64 buffer (got {x.dtype})")
-        if not x.flags.c_contiguous:
-            raise ValueError(f"{name} must be a C-contiguous float64 buffer")
-        return x.reshape(-1)
-    mv = memoryview(x)
-    if mv.format not in ("d", "@d", "=d", "<d" if np.little_endian else ">d") or mv.itemsize != 8:
-        raise ValueError(f"{name} must be a float64 buffer (got format {mv.format!r})")
-    if not mv.c_contiguous:
-        raise ValueError(f"{name} must be a C-contiguous float64 buffer")
-    return np.frombuffer(mv, dtype=np.float64)
-
-
-# ---------------------------------------------------------------------------------- fallbacks
-def py_puct_select(n: BufferLike, w: BufferLike, priors: BufferLike, visits: float,
-                   parent_value: float, c_puct: float, fpu_reduction: float, /) -> int:
-    """numpy version of ``puct_select`` (the formula of ``MCTS._select_child``)."""
-    n = _f64(n, "n")
-    w = _f64(w, "w")
-    priors = _f64(priors, "priors")
-    if not len(n) == len(w) == len(priors):
-        raise ValueError(
-            f"n, w and priors must have the same length (got {len(n)}, {len(w)}, {len(priors)})"
-        )
-    if len(n) == 0:
-        raise ValueError("puct_select needs at least one child")
-    visits, parent_value = float(visits), float(parent_value)
-    c_puct, fpu_reduction = float(c_puct), float(fpu_reduction)
-    visited = n > 0
-    sq = math.sqrt(max(visits, 1))
-    # first-play urgency: the parent's value minus a reduction growing with explored prior
-    fpu = parent_value - fpu_reduction * math.sqrt(float(priors[visited].sum()))
-    q = np.where(visited, w / np.maximum(n, 1e-9), fpu)
-    u = (c_puct * sq) * priors / (1.0 + n)
-    return int(np.argmax(q + u))
 
 
 _EMPTY_TO_ONE = bytes.maketrans(b"\x00\x01\x02", b"\x01\x00\x00")
@@ -358,27 +295,6 @@ def py_area_ownership(board: BufferLike, size: int, out: _Out | None = None) -> 
     return _result(owner, out)
 
 
-def py_policy_children(policy: np.ndarray, /) -> tuple[bytes, bytes]:
-    """Fallback of ``policy_children``: (int16 indices with policy > 0 plus the last one (pass),
-    float64 priors normalised in index order), both as bytes."""
-    pmv = memoryview(policy)  # type: ignore[arg-type]  # ndarray: see BufferLike
-    pol = np.frombuffer(pmv.cast("B"), dtype=np.float32)
-    if not 1 <= len(pol) <= 32767:
-        raise ValueError(f"policy must have 1..32767 entries, not {len(pol)}")
-    keep = pol > 0
-    keep[-1] = True
-    idx = np.flatnonzero(keep)
-    pri = np.where(pol[idx] > 0, pol[idx], 0).astype(np.float64)
-    total = 0.0
-    for x in pri:  # index order, as the C code sums
-        total += float(x)
-    if total > 0:
-        pri *= 1.0 / total
-    else:
-        pri[-1] = 1.0
-    return idx.astype(np.int16).tobytes(), pri.tobytes()
-
-
 def py_basic_planes(board: BufferLike, size: int, color: int, ko: int,
                     moves: Sequence[tuple[int, int]], out: _Out, /) -> _Out:
     """numpy version of ``basic_planes``."""
@@ -462,21 +378,17 @@ IMPLEMENTATION: str = "c" if HAVE_C else "python"
 
 # the fallbacks first: their signatures are the names' types (the C functions have the same)
 if _c is None:
-    puct_select = py_puct_select
     legal_mask = py_legal_mask
     chain_liberties = py_chain_liberties
     area_ownership = py_area_ownership
     area_map = py_area_map
-    policy_children = py_policy_children
     basic_planes = py_basic_planes
     masked_softmax = py_masked_softmax
 else:
-    puct_select = _c.puct_select
     legal_mask = _c.legal_mask
     chain_liberties = _c.chain_liberties
     area_ownership = _c.area_ownership
     # an extension built before area_map existed (an old in-place build) still works
     area_map = getattr(_c, "area_map", py_area_map)
-    policy_children = _c.policy_children
     basic_planes = _c.basic_planes
     masked_softmax = _c.masked_softmax

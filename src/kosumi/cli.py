@@ -149,7 +149,9 @@ def analyze_command(
 def gtp_command(
     model: str = typer.Option(..., "--model", help="Model file (any format), 'default', 'tiny', or "
                               "'uniform' (no network)."),
-    visits: int = typer.Option(200, "--visits", min=1, help="Playouts per move."),
+    visits: int = typer.Option(
+        200, "--visits", min=1,
+        help="Visits per move, counted like KataGo's maxVisits (1: the raw policy's move)."),
     batch: int = typer.Option(8, "--batch", min=1, help="Leaves evaluated together."),
     backend: str = backend_option(),
     device: str = device_option(),
@@ -160,27 +162,48 @@ def gtp_command(
         None, "--time-per-move", min=0.0, help="Seconds per move when no clock is set."
     ),
     resign_threshold: float = typer.Option(
-        0.0, "--resign-threshold", min=0.0, max=1.0, help="Resign below this winrate (0: never)."
+        0.05, "--resign-threshold",
+        help="Resign when the win rate stays below this for --resign-moves of its moves in a "
+             "row, out of the opening (0: never).",
     ),
+    resign_moves: int = typer.Option(
+        3, "--resign-moves", min=1, help="Own moves in a row below the resign threshold."),
     seed: int | None = typer.Option(None, "--seed", help="Random seed."),
     temperature: float = typer.Option(
-        0.0, "--temperature", min=0.0, help="Sample early moves by visits^(1/T) (0: best move)."
+        0.0, "--temperature", min=0.0,
+        help="Early-game move-choice temperature on the play-selection weights (0: best move).",
     ),
     temperature_moves: int = typer.Option(
-        0, "--temperature-moves", min=0, help="Game moves the temperature applies to (openings)."
+        0, "--temperature-moves", min=0,
+        help="Game moves the temperature applies to (without --temperature-halflife).",
     ),
+    temperature_late: float = typer.Option(
+        0.0, "--temperature-late", min=0.0, help="The temperature after the opening."),
+    temperature_halflife: float = typer.Option(
+        0.0, "--temperature-halflife", min=0.0,
+        help="Decay the temperature to --temperature-late, halving every H moves (on 19x19, "
+             "scaled by 19/N): KataGo's schedule is 0.5, 0.1, 19.",
+    ),
+    settings: list[str] = typer.Option(
+        [], "--set", help="Any search setting, NAME=VALUE (repeatable; see docs/SEARCH.md)."),
 ) -> None:
     """Play and analyse over GTP on stdin/stdout (for GUIs, match runners and servers)."""
     from kosumi.engine.gtp_engine import GTPEngine, load_model
     from kosumi.engine.mcts import SearchConfig
 
     try:
+        if not 0.0 <= resign_threshold < 1.0:
+            raise KosumiError(f"--resign-threshold must be in [0, 1) (got {resign_threshold:g})")
+        config = SearchConfig(
+            visits=visits, batch=batch, resign_threshold=resign_threshold,
+            resign_consecutive=resign_moves, seed=seed, temperature=temperature,
+            temperature_moves=temperature_moves, temperature_late=temperature_late,
+            temperature_halflife=temperature_halflife,
+        ).with_settings(settings)
         evaluator = load_model(model, threads=threads, backend=backend, device=device,
                                symmetries=symmetries, precision=precision, announce=True)
     except KosumiError as e:
         fail(str(e))
-    config = SearchConfig(visits=visits, batch=batch, resign_threshold=resign_threshold, seed=seed,
-                          temperature=temperature, temperature_moves=temperature_moves)
     GTPEngine(evaluator, config, time_per_move=time_per_move).run()
 
 
@@ -212,6 +235,11 @@ def match_command(
              "the lane's number (e.g. --seed 1{lane}).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    openings: Path | None = typer.Option(
+        None, "--openings",
+        help="A book of openings, one per line (GTP vertices, Black first): game pair i starts "
+             "from opening i, once with each colour (with --swap-colors).",
+    ),
 ) -> None:
     """Play a match between two GTP engines, refereed by kosumi, scored by the referee."""
     import json
@@ -220,7 +248,9 @@ def match_command(
 
     from kosumi.engine.elo import parse_sprt
     from kosumi.engine.match import play_match
+    from kosumi.engine.openings import read_openings
 
+    book = None if openings is None else read_openings(openings, size)
     sprt = None
     if sprt_text is not None:
         try:
@@ -232,6 +262,7 @@ def match_command(
         move_timeout=move_timeout, sprt=sprt, max_moves=max_moves,
         referee_cmd=None if referee.strip().lower() in ("", "none") else referee,
         progress=True, console=Console(stderr=json_out), concurrency=concurrency,
+        openings=book,
     )
     if json_out:
         typer.echo(json.dumps(result.to_dict(), indent=2))

@@ -29,9 +29,10 @@ def threads_option(help: str = "CPU threads of the backend.") -> Any:
     return typer.Option(1, "--threads", min=1, help=help)
 
 
-def symmetries_option(help: str = "Average over this many board symmetries (8 = all)."
+def symmetries_option(help: str = "Average over this many board symmetries (8 = all; 0: one "
+                                  "random symmetry per evaluation, KataGo's nnRandomize)."
                       ) -> Any:
-    return typer.Option(1, "--symmetries", min=1, max=8, help=help)
+    return typer.Option(1, "--symmetries", min=0, max=8, help=help)
 
 
 def precision_option() -> Any:

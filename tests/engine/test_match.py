@@ -16,6 +16,7 @@ from helpers import FAKE_GTP, GNUGO, LEELAZ, fake_gtp, gnugo_final_score, requir
 from kosumi.engine.match import play_match
 from kosumi.engine.match_results import parse_score
 from kosumi.errors import KosumiError
+from kosumi.go.coords import vertex_to_point
 from kosumi.go.sgf import load_game
 
 
@@ -158,6 +159,25 @@ def test_random_engine_lowercase_moves_and_uppercase_pass(tmp_path: Path):
         assert len(fake_moves) > 6 and -1 not in fake_moves[:6]
         assert fake_moves[6:] == [-1] * (len(fake_moves) - 6)  # its 'PASS' answers
     json.dumps(result.to_dict(), allow_nan=False)
+
+
+def test_games_start_from_the_openings_each_with_both_colours(tmp_path: Path):
+    """Game pair i starts from opening i, told to both engines (the random fake engines check
+    every move against their own board: an opening they were not told would make them play
+    illegal moves and forfeit); with swapped colours each opening is played twice."""
+    book = [[vertex_to_point(v, 9) for v in o.split()] for o in ("E5 C3 G7", "D4 F6")]
+    result = play_match(fake_gtp("random", seed=1, pass_after=100), fake_gtp("random", seed=2),
+                        games=4, size=9, komi=7.0, swap_colors=True, sgf_dir=tmp_path,
+                        move_timeout=20.0, max_moves=12, referee_cmd=fast_referee(),
+                        progress=False, openings=book)
+    for game, opening in zip(result.games, [book[0], book[0], book[1], book[1]], strict=True):
+        assert game.forfeit is None and game.end == "max-moves"
+        played = [p for _, p in load_game(game.sgf).moves]
+        assert played[: len(opening)] == opening and len(played) == 12
+    assert [g.first_color for g in result.games] == ["B", "W", "B", "W"]
+    with pytest.raises(KosumiError, match="opening 1, move 2"):
+        play_match(fake_gtp("random"), fake_gtp("random"), games=1, size=9, progress=False,
+                   referee_cmd=None, openings=[[40, 40]])
 
 
 def test_max_moves_stops_and_scores(tmp_path: Path):

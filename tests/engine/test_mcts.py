@@ -1,4 +1,8 @@
-"""Search on hand-checked positions, with a network-free evaluator (uniform policy, area value)."""
+"""Search on hand-checked positions, with a network-free evaluator (uniform policy, area value).
+
+A uniform policy says nothing, and two of KataGo's rules lean on a good one (the first-play
+urgency blended with the node's own evaluation, the exploration scaled by how much the values
+disagree): the tactics tests search with both off (``NO_NET``)."""
 
 import numpy as np
 import pytest
@@ -8,9 +12,11 @@ from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, PASS, RESIGN, WHITE, point_to_vertex, vertex_to_point
 from kosumi.runtime.evaluator import Evaluation, Evaluator, UniformEvaluator
 
+NO_NET = {"stdev_scale": 0.0, "fpu_parent_pow": -1.0}
+
 
 def best_move(state, visits, batch=8, seed=0):
-    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=visits, batch=batch, seed=seed))
+    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=visits, batch=batch, seed=seed, **NO_NET))
     move, result = mcts.genmove(state)
     return point_to_vertex(move, state.size), result
 
@@ -36,10 +42,10 @@ def test_visits_batches_and_statistics_are_consistent():
     state = GameState(7, 7.5)
     mcts = MCTS(UniformEvaluator(), SearchConfig(visits=200, batch=16, seed=1))
     result = mcts.search(state)
-    assert result.visits == 200
-    assert sum(m.visits for m in result.moves) == 200
+    assert result.visits == 200  # the root's own evaluation is the first visit (KataGo's count)
+    assert sum(m.visits for m in result.moves) == 199
     assert all(0.0 <= m.winrate <= 1.0 for m in result.moves)
-    assert result.moves == sorted(result.moves, key=lambda m: -m.visits)
+    assert result.moves == sorted(result.moves, key=lambda m: (-m.weight, -m.visits))
     # priors of the uniform evaluator: 49 points + pass
     assert all(abs(m.prior - 1 / 50) < 1e-6 for m in result.moves)
 
@@ -51,7 +57,7 @@ def test_tree_is_reused_after_a_move():
     child_visits = next(m.visits for m in result.moves if m.move == move)
     state.play(move)
     again = mcts.search(state, visits=child_visits)  # all visits already in the tree
-    assert again.playouts == 0 and again.visits == child_visits - 1 + 1
+    assert again.playouts == 0 and again.visits == child_visits
 
 
 class PassLovingEvaluator(Evaluator):
@@ -83,15 +89,38 @@ def test_never_passes_away_a_lost_game_and_passes_to_win():
     assert move == PASS  # black owns the whole board; passing ends the game with a win
 
 
+LOST = [". O O O O", "O O O O O", "O O O O O", "O O O O O", "O O O O ."]
+
+
 def test_resigns_only_below_the_threshold():
-    state = GameState.from_rows([". O O O O", "O O O O O", "O O O O O", "O O O O O",
-                                 "O O O O ."], komi=0.5, to_move=BLACK)
-    cfg = SearchConfig(visits=64, resign_threshold=0.1, seed=0)
+    state = GameState.from_rows(LOST, komi=0.5, to_move=BLACK)
+    cfg = SearchConfig(visits=64, resign_threshold=0.1, resign_consecutive=1, resign_opening=0,
+                       seed=0)
     move, result = MCTS(UniformEvaluator(), cfg).genmove(state)
     assert result.root_winrate < 0.1 and move == RESIGN
     cfg = SearchConfig(visits=64, resign_threshold=0.0, seed=0)
     move, _ = MCTS(UniformEvaluator(), cfg).genmove(state)
     assert move != RESIGN
+
+
+def test_resigns_after_several_lost_moves_in_a_row_and_never_in_the_opening():
+    """Black cannot win (White owns the board): with the default three moves in a row, the
+    first two searches play on and the third resigns; an opening of 25 moves forbids it."""
+    state = GameState.from_rows(LOST, komi=0.5, to_move=BLACK)
+    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=32, resign_threshold=0.05,
+                                                 resign_opening=0, seed=0))
+    assert [mcts.genmove(state)[0] == RESIGN for _ in range(3)] == [False, False, True]
+    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=32, resign_threshold=0.05,
+                                                 resign_opening=1.0, seed=0))
+    assert not any(mcts.genmove(state)[0] == RESIGN for _ in range(5))  # 5x5: 25 moves
+
+
+def test_a_won_position_never_resigns():
+    won = GameState.from_rows([o.replace("O", "X") for o in LOST], komi=0.5, to_move=BLACK)
+    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=32, resign_threshold=0.5,
+                                                 resign_opening=0, resign_consecutive=1, seed=0))
+    move, result = mcts.genmove(won)
+    assert result.root_winrate > 0.9 and move != RESIGN
 
 
 def test_root_noise_and_temperature_are_seeded():
@@ -125,7 +154,7 @@ def test_a_failed_evaluation_leaves_a_tree_that_searches_on():
     with pytest.raises(RuntimeError, match="backend failure"):
         mcts.search(state)
     result = mcts.search(state, time_limit=30.0)  # a stuck tree would spin until then
-    assert result.visits == 400 and sum(m.visits for m in result.moves) == 400
+    assert result.visits == 400 and sum(m.visits for m in result.moves) == 399
 
 
 def test_a_search_out_of_time_still_makes_one_playout():

@@ -89,8 +89,11 @@ def test_a_layer_on_exact_inputs_is_left_as_it_was(refit_default):
     folded, _, _, _, result = refit_default
     assert "input_conv" in result.rounded
     w = folded["input_conv.weight"]
+    # float32 sums: the targets W x + b are float32 products, whose rounding depends on the
+    # CPU's BLAS kernel (an AVX-512 one moved one of 6,336 weights by 1.4e-4 of the largest);
+    # the whole layer moved less than 1e-4 (below)
     np.testing.assert_allclose(result.tensors["input_conv.weight"], w,
-                               atol=1e-4 * float(np.abs(w).max()))  # float32 sums
+                               atol=5e-4 * float(np.abs(w).max()))
     assert result.moved["input_conv"] < 1e-4 < min(result.moved["blocks.0.conv1"],
                                                    result.moved["blocks.0.conv2"])
 

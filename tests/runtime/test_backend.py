@@ -48,7 +48,7 @@ def test_refusals_are_one_line(net, monkeypatch, tmp_path):
     one_line(lambda: load_evaluator(net, device="tpu:1"), "unknown device")
     one_line(lambda: load_evaluator(net, precision="fp8"), "unknown precision")
     one_line(lambda: load_evaluator(net, backend="torch", precision="fp16"), "CUDA only")
-    one_line(lambda: load_evaluator(net, symmetries=0), "symmetries must be 1..8")
+    one_line(lambda: load_evaluator(net, symmetries=9), "symmetries must be 0..8")
     import torch
 
     if not torch.cuda.is_available():  # this machine has no GPU: --device cuda is refused

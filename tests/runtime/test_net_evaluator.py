@@ -117,6 +117,28 @@ def test_one_chosen_symmetry_is_the_net_on_the_transformed_board(model_file, sym
         NetEvaluator(ev1.backend, ev1.config, symmetries=(8,))
 
 
+def test_a_random_symmetry_is_the_drawn_one_mapped_back(model_file):
+    """symmetries=0 draws one symmetry per position and evaluation (KataGo's nnRandomize): each
+    position's result must be the chosen-symmetry evaluation of that symmetry (oracle: the
+    (j,) evaluator, itself checked against the transformed replay above), and the draws vary."""
+    states = []
+    for k in range(12):
+        s = GameState(9, 7.5)
+        for v in ["E5", "C3", "G7", "C7", "G3", "D4", "F6", "B2", "H8", "A1"][: 2 + k % 8]:
+            s.play(vertex_to_point(v, 9))
+        states.append(s)
+    ev1 = load_evaluator(model_file, symmetries=1, cache=False)
+    rnd = NetEvaluator(ev1.backend, ev1.config, symmetries=0)
+    drawn = np.random.default_rng(0).integers(0, 8, len(states))  # the evaluator's own seed
+    got = rnd.evaluate(states)
+    for s, sym, e in zip(states, drawn, got, strict=True):
+        want = NetEvaluator(ev1.backend, ev1.config, symmetries=(int(sym),)).evaluate_one(s)
+        np.testing.assert_allclose(e.policy, want.policy, atol=2e-6)
+        np.testing.assert_allclose(e.ownership, want.ownership, atol=2e-6)
+        assert abs(e.value - want.value) < 1e-6
+    assert len(set(drawn.tolist())) > 3
+
+
 class EchoBackend(Backend):
     """A fake, exactly equivariant 'network': policy logits = 3 * own stones + 1 * opponent
     stones (+ a fixed pass logit), value/score/ownership fixed or derived from the planes."""

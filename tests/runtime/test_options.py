@@ -31,9 +31,9 @@ def test_devices_are_normalised(device, stored, cuda, index):
 
 
 @pytest.mark.parametrize("kwargs,needle", [
-    ({"symmetries": 0}, "symmetries must be 1..8"),
-    ({"symmetries": 9}, "symmetries must be 1..8"),
-    ({"symmetries": 2.0}, "symmetries must be 1..8"),
+    ({"symmetries": -1}, r"symmetries must be 0\.\.8"),
+    ({"symmetries": 9}, r"symmetries must be 0\.\.8"),
+    ({"symmetries": 2.0}, r"symmetries must be 0\.\.8"),
     ({"threads": -1}, "threads must be a non-negative integer"),
     ({"threads": "4"}, "threads must be a non-negative integer"),
     ({"precision": "int4"}, "unknown precision 'int4'"),

@@ -75,6 +75,7 @@ from kosumi.engine.match_results import (
     print_summary,
     sgf_comments,
 )
+from kosumi.engine.openings import check_openings
 from kosumi.engine.referee import score_game
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState, IllegalMove, default_komi
@@ -179,6 +180,7 @@ def _play_game(
     max_moves: int,
     referee: _Player | None,
     referee_timeout: float,
+    opening: Sequence[int] = (),
 ) -> tuple[GameResult, GameState]:
     started = time.monotonic()
     state = GameState(size, komi)
@@ -187,6 +189,11 @@ def _play_game(
     try:
         for color in (BLACK, WHITE):
             _setup_engine(players[color], color, size, komi, move_timeout)
+        for p in opening:  # the opening's moves, told to both engines
+            color = state.to_move
+            state.play(p, color)
+            for listener in (BLACK, WHITE):
+                _tell(players[listener], listener, color, p, size, move_timeout)
         end, winner, result = _play_moves(players, state, move_timeout, max_moves)
     except _ForfeitSignal as f:
         forfeit = f.forfeit
@@ -310,6 +317,7 @@ def play_match(
     startup_timeout: float = 120.0,
     referee_timeout: float = 300.0,
     concurrency: int = 1,
+    openings: Sequence[Sequence[int]] | None = None,
 ) -> MatchResult:
     """Play ``games`` games between two GTP engines; see the module docstring.
 
@@ -317,8 +325,9 @@ def play_match(
     alternate). ``sprt`` is ``(elo0, elo1)`` for the first engine. ``referee_cmd=None`` scores
     finished games by plain Tromp-Taylor (no dead-stone removal). ``startup_timeout`` bounds the
     first answer of a freshly started engine (model loading). ``concurrency``: games played at
-    a time. Raises KosumiError for bad options or an engine that cannot be started or refuses
-    the board size/komi.
+    a time. ``openings``: move lists (points, Black first) that games start from (``_opening_of``
+    says which). Raises KosumiError for bad options or an engine that cannot be started or
+    refuses the board size/komi.
     """
     size, komi, max_moves = _check_match_options(games, size, komi, move_timeout, max_moves,
                                                  sprt, concurrency)
@@ -327,6 +336,7 @@ def play_match(
     sgf_dir = _sgf_folder(sgf_dir)
     if console is None:
         console = Console()
+    book = check_openings(openings or [], size, komi)
 
     first_label, second_label = _labels(first_args, second_args)
     home = tempfile.mkdtemp(prefix="kosumi-match-home-")
@@ -342,7 +352,8 @@ def play_match(
         players = {BLACK: first, WHITE: second} if first_black else {BLACK: second,
                                                                       WHITE: first}
         return _play_game(i, players, BLACK if first_black else WHITE, size, komi,
-                          move_timeout, max_moves, lane.referee, referee_timeout)
+                          move_timeout, max_moves, lane.referee, referee_timeout,
+                          _opening_of(book, i, swap_colors))
 
     def record(game: GameResult, state: GameState) -> bool:
         """Keep a finished game; True once the SPRT has decided."""
@@ -388,6 +399,15 @@ def play_match(
     if progress:
         print_summary(result, console)
     return result
+
+
+def _opening_of(book: list[tuple[int, ...]], i: int, swap_colors: bool) -> tuple[int, ...]:
+    """Game ``i``'s opening, told to both engines before the first ``genmove``: with
+    ``swap_colors`` opening (i - 1) // 2 (each once with each colour), else i - 1, cycling
+    through the book (``kosumi.engine.openings``)."""
+    if not book:
+        return ()
+    return book[((i - 1) // 2 if swap_colors else i - 1) % len(book)]
 
 
 class _Lane:

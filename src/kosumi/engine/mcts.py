@@ -1,68 +1,215 @@
-"""PUCT Monte-Carlo tree search with batched leaf evaluation and virtual loss.
+"""Monte-Carlo tree search with KataGo's rules, batched leaf evaluation and virtual loss.
 
 One search = repeated rounds; each round walks ``batch`` paths from the root down the tree by
-PUCT (the children already walked this round carry a virtual loss, so the paths spread out),
-evaluates the new leaves together through the ``Evaluator``, expands them and backs their values
-up. Finished games (two passes) are scored exactly by Tromp-Taylor area scoring, so the search
-itself knows when passing wins or throws a game away.
+``kosumi.engine.puct.select_child`` (the children already walked this round carry a virtual
+loss, so the paths spread out), evaluates the new leaves together through the ``Evaluator``,
+then recomputes every node on each path from its children (``puct.update_node``: noise pruning
+and value weighting, then its own evaluation). Finished games (two passes) are scored exactly
+by Tromp-Taylor area scoring, so the search itself knows when passing wins or throws a game
+away. The move is then chosen from the root's children by ``kosumi.engine.choice``: KataGo's
+play-selection weights with a lower-confidence-bound check, and a temperature early on.
 
-Conventions: a node's child statistics are from the view of the player to move at that node
-(values are win probabilities in [0, 1]); a leaf's value is for the side to move at the leaf.
+Values are *utilities* from White's view (``kosumi.engine.puct`` defines them: win/loss in
+[-1, 1] plus a small share for the score). ``SearchResult`` and ``MoveInfo`` report them to
+the outside as the root player's win rate in [0, 1] and lead in points.
+
+``visits`` counts like KataGo's ``maxVisits``: the root's own evaluation is its first visit,
+and visits reused from the last search count. So one visit plays the raw policy's best move.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import threading
 import time
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from kosumi import accel
+from kosumi.engine import choice, puct
+from kosumi.engine.puct import F_LD, F_N, F_SM, F_VL, F_W, F_W2, F_WL, NF, O_U, O_W
+from kosumi.errors import KosumiError
 from kosumi.go.board import GameState, Rules
-from kosumi.go.coords import PASS, RESIGN, policy_move
+from kosumi.go.coords import PASS, RESIGN, WHITE, policy_move
 from kosumi.runtime.evaluator import Evaluation, Evaluator
 
 
 @dataclass
 class SearchConfig:
-    visits: int = 200  # root visits to reach (reused visits count)
+    """Every setting of the search, by name (``kosumi gtp --set name=value``). The defaults are
+    KataGo's GTP defaults where KataGo has the setting; ``docs/SEARCH.md`` gives the matches
+    behind them."""
+
+    visits: int = 200  # root visits to reach (the root's evaluation and reused visits count)
     batch: int = 8  # leaves evaluated together
-    c_puct: float = 1.5
-    fpu_reduction: float = 0.25
-    virtual_loss: int = 1
-    dirichlet_alpha: float = 0.0  # > 0: Dirichlet noise on the root priors (self-play)
+    # exploration (utility units: a win is +1, a loss -1)
+    c_puct: float = 1.0  # KataGo cpuctExploration
+    c_puct_log: float = 0.45  # ... + c_puct_log * log((visits + base) / base)
+    c_puct_base: float = 500.0
+    stdev_prior: float = 0.40  # cPUCT scaled by the node's utility deviation (this prior)
+    stdev_prior_weight: float = 2.0
+    stdev_scale: float = 0.85  # 0: no scaling
+    fpu_reduction: float = 0.2  # first-play urgency below the parent's value
+    root_fpu_reduction: float = 0.1
+    fpu_parent_pow: float = 2.0  # parent value = blend of average and own eval; < 0: average
+    virtual_loss: float = 1.0  # weight of one virtual loss
+    # utility: win/loss plus these shares of the score value
+    static_score_utility: float = 0.1
+    dynamic_score_utility: float = 0.3
+    score_center_zero_weight: float = 0.2
+    score_center_scale: float = 0.75
+    # how a node's value comes from its children
+    value_weight_exponent: float = 0.25  # 0: plain weighted average
+    noise_pruning: bool = True
+    noise_prune_scale: float = 0.15
+    subtree_bias_factor: float = 0.45  # subtree value bias correction; 0: off
+    subtree_bias_exponent: float = 0.85
+    # choosing the move
+    lcb_stdevs: float = 5.0  # 0: no lower-confidence-bound check
+    lcb_min_visit_prop: float = 0.15
+    temperature: float = 0.0  # early-game temperature on the play-selection weights
+    temperature_late: float = 0.0  # the temperature it decays to
+    temperature_halflife: float = 0.0  # moves (on 19x19; scaled by 19/N) per halving; 0: none
+    temperature_moves: int = 0  # without a halflife: `temperature` for the first K moves
+    # root noise (self-play)
+    dirichlet_alpha: float = 0.0  # > 0: Dirichlet noise on the root priors
     noise_fraction: float = 0.25
-    temperature: float = 0.0  # move choice: 0 = the most visited move
-    temperature_moves: int = 0  # apply the temperature for the first K moves of the game
-    resign_threshold: float = 0.0  # resign when the root winrate falls below (0 disables)
+    # resignation
+    resign_threshold: float = 0.0  # resign when the win rate stays below this (0: never)
+    resign_consecutive: int = 3  # ... for this many of its own moves in a row
+    resign_opening: float = 0.2  # never in the first resign_opening * N*N moves of a game
     reuse_tree: bool = True
     seed: int | None = None
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Raise KosumiError naming the first setting out of range."""
+        def need(ok: bool, name: str, what: str) -> None:
+            if not ok:
+                raise KosumiError(f"search setting {name}={getattr(self, name)!r}: {what}")
+        need(self.visits >= 0, "visits", "must be >= 0")
+        need(self.batch >= 1, "batch", "must be >= 1")
+        for name in ("c_puct", "c_puct_log", "stdev_scale", "fpu_reduction",
+                     "root_fpu_reduction", "virtual_loss", "static_score_utility",
+                     "dynamic_score_utility", "value_weight_exponent", "lcb_stdevs",
+                     "lcb_min_visit_prop", "temperature", "temperature_late",
+                     "temperature_halflife", "dirichlet_alpha", "subtree_bias_factor",
+                     "subtree_bias_exponent"):
+            need(getattr(self, name) >= 0, name, "must be >= 0")
+        need(self.c_puct_base > 0, "c_puct_base", "must be > 0")
+        need(self.stdev_prior > 0, "stdev_prior", "must be > 0")
+        need(self.stdev_prior_weight >= 0, "stdev_prior_weight", "must be >= 0")
+        need(self.noise_prune_scale > 0, "noise_prune_scale", "must be > 0")
+        need(0 <= self.score_center_zero_weight <= 1, "score_center_zero_weight",
+             "must be in [0, 1]")
+        need(self.score_center_scale > 0, "score_center_scale", "must be > 0")
+        need(0 <= self.noise_fraction <= 1, "noise_fraction", "must be in [0, 1]")
+        need(0 <= self.resign_threshold < 1, "resign_threshold", "must be in [0, 1)")
+        need(self.resign_consecutive >= 1, "resign_consecutive", "must be >= 1")
+        need(self.resign_opening >= 0, "resign_opening", "must be >= 0")
+        need(self.temperature_moves >= 0, "temperature_moves", "must be >= 0")
+
+    def params(self) -> array[float]:
+        """The settings ``puct.select_child`` and ``puct.update_node`` read, in their order."""
+        values = {
+            "c_puct": self.c_puct, "c_puct_log": self.c_puct_log,
+            "c_puct_base": self.c_puct_base, "stdev_prior": self.stdev_prior,
+            "stdev_prior_weight": self.stdev_prior_weight, "stdev_scale": self.stdev_scale,
+            "fpu_reduction": self.fpu_reduction, "root_fpu_reduction": self.root_fpu_reduction,
+            "fpu_parent_pow": self.fpu_parent_pow, "vl_weight": self.virtual_loss,
+            "radius": self.utility_radius, "value_weight_exp": self.value_weight_exponent,
+            "noise_prune": 1.0 if self.noise_pruning else 0.0,
+            "noise_scale": self.noise_prune_scale, "bias_factor": self.subtree_bias_factor,
+            "bias_exp": self.subtree_bias_exponent,
+        }
+        return array("d", [float(values[n]) for n in puct.PARAM_NAMES])
+
+    @property
+    def utility_radius(self) -> float:
+        """The largest utility a position can have."""
+        return 1.0 + self.static_score_utility + self.dynamic_score_utility
+
+    def temperature_at(self, move_number: int, size: int) -> float:
+        """The move-choice temperature at this move of the game: KataGo's schedule with a
+        halflife (``late + (early - late) * 0.5 ** (moves / halflife * 19 / N)``), else
+        ``temperature`` for the first ``temperature_moves`` moves and ``temperature_late``
+        after."""
+        if self.temperature_halflife > 0:
+            halves = move_number / self.temperature_halflife * 19.0 / size
+            return self.temperature_late + (self.temperature - self.temperature_late) \
+                * 0.5 ** halves
+        return self.temperature if move_number < self.temperature_moves \
+            else self.temperature_late
+
+    @classmethod
+    def setting_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    def with_settings(self, assignments: list[str]) -> SearchConfig:
+        """A copy with ``name=value`` assignments applied (``kosumi gtp --set``); KosumiError
+        names an unknown setting or a value that does not parse or is out of range."""
+        import dataclasses
+
+        types = {f.name: f.type for f in fields(self)}
+        changes: dict[str, object] = {}
+        for text in assignments:
+            name, sep, value = text.partition("=")
+            name, value = name.strip().replace("-", "_"), value.strip()
+            if not sep or not name:
+                raise KosumiError(f"search setting {text!r}: expected name=value")
+            if name not in types:
+                raise KosumiError(f"unknown search setting {name!r} (known: "
+                                  f"{', '.join(self.setting_names())})")
+            changes[name] = _parse_setting(name, str(types[name]), value)
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _parse_setting(name: str, kind: str, value: str) -> object:
+    low = value.lower()
+    try:
+        if kind == "bool":
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if kind.startswith("int"):
+            if kind.endswith("None") and low == "none":
+                return None
+            return int(value)
+        return float(value)
+    except ValueError:
+        raise KosumiError(f"search setting {name}={value!r}: not a {kind}") from None
 
 
 @dataclass
 class MoveInfo:
     move: int
     visits: int
-    winrate: float
+    winrate: float  # the root player's win probability after this move
     prior: float
-    lcb: float
+    lcb: float  # a lower confidence bound on winrate
     pv: list[int] = field(default_factory=list)
     score_lead: float | None = None
+    weight: float = 0.0  # KataGo's play-selection weight: what the move choice compares
+    utility: float = 0.0  # the root player's utility after this move
 
 
 @dataclass
 class SearchResult:
-    moves: list[MoveInfo]
+    moves: list[MoveInfo]  # by play-selection weight, then visits: the first is the best
     root_winrate: float
     visits: int
     elapsed: float
     ownership: np.ndarray | None = None
     playouts: int = 0  # playouts done by this call (visits minus reused)
+    score_lead: float | None = None  # the root player's expected lead
 
 
 # what a tree belongs to: size, komi, rules, setup stones, the first player to move
@@ -75,47 +222,83 @@ _NO_STATS: array[float] = array("d")
 
 
 class Node:
-    """A position in the tree. Children are kept in parallel arrays over the legal moves."""
+    """A position in the tree: its children (sorted by prior), one record per child, its own
+    record and its own evaluation (see ``kosumi.engine.puct``)."""
 
     __slots__ = (
+        "agg",
+        "bias",
+        "bias_gen",
+        "bias_key",
         "children",
         "moves",
-        "n",
+        "own",
+        "own_key",
         "own_n",
         "own_sum",
         "pending",
         "priors",
-        "s",
-        "score",
+        "score_stdev",
+        "sign",
+        "st",
         "state",
         "terminal",
-        "value",
-        "visits",
-        "w",
     )
 
     def __init__(self, state: GameState):
         self.state = state
         self.moves = _NO_MOVES  # int16 policy indices of the children (N*N = pass)
-        self.priors = _NO_STATS  # float64, summing to 1
-        # per-child statistics as float64 arrays (array.array: cheap scalar updates, not tracked
-        # by the GC, and a buffer for the C selection): visits (virtual loss included while
-        # pending), summed values from this node's mover's view, summed score leads (same view)
-        self.n = _NO_STATS
-        self.w = _NO_STATS
-        self.s = _NO_STATS
+        self.priors = _NO_STATS  # float64, summing to 1, highest first
+        self.st = _NO_STATS  # NF float64 per child (array.array: a buffer for C, not GC-tracked)
+        self.agg = puct.new_record()
+        self.own = array("d", bytes(8 * puct.NOWN))
+        self.own[O_W] = 1.0
+        self.own_key = -1  # the search whose score center own[O_U] was computed with
+        self.score_stdev = 0.0
         self.children: list[Node | None] = []
-        self.visits = 0
-        self.value = 0.5  # the net's (or the rules') value for the side to move here
-        self.score: float | None = None
+        self.sign = 1.0 if state.to_move == WHITE else -1.0
         self.terminal = False
         self.pending = False
         self.own_sum: np.ndarray | None = None
         self.own_n = 0
+        self.bias_key: tuple | None = None  # its subtree value bias bucket (None: none)
+        self.bias: array[float] | None = None  # that bucket in this search's table
+        self.bias_gen = -1  # the search whose table ``bias`` belongs to
 
     @property
     def expanded(self) -> bool:
         return self.moves is not _NO_MOVES
+
+    @property
+    def visits(self) -> int:
+        return int(self.agg[F_N])
+
+
+@functools.cache
+def _windows(size: int) -> tuple[tuple[int, ...], ...]:
+    """For each point, the 25 points of the 5x5 window around it (-1: off the board)."""
+    out = []
+    for p in range(size * size):
+        x, y = p % size, p // size
+        out.append(tuple((y + dy) * size + x + dx
+                         if 0 <= x + dx < size and 0 <= y + dy < size else -1
+                         for dy in range(-2, 3) for dx in range(-2, 3)))
+    return tuple(out)
+
+
+def bias_key(state: GameState, move: int) -> tuple:
+    """The subtree value bias bucket of the node that ``move`` makes from ``state``: the mover,
+    the move, the move before it, the ko ban, and (not for a pass) the 5x5 window around the
+    move before it was played, each stone marked when in atari (KataGo's buckets)."""
+    pla = state.to_move
+    prev = state.moves[-1][1] if state.moves else -3
+    ko = state.ko if state.ko_color == pla else -1
+    if move == PASS:
+        return (pla, move, prev, ko)
+    board, head = state.board, state.head
+    pattern = bytes(3 if q < 0 else board[q] | (4 if board[q] and state.in_atari(head[q]) else 0)
+                    for q in _windows(state.size)[move])
+    return (pla, move, prev, ko, pattern)
 
 
 def terminal_value(state: GameState) -> tuple[float, float]:
@@ -130,8 +313,13 @@ class MCTS:
         self.evaluator = evaluator
         self.config = config or SearchConfig()
         self.rng = np.random.default_rng(self.config.seed)
+        self._params = self.config.params()
         self._root: Node | None = None
         self._root_key: tuple[GameKey, tuple[tuple[int, int], ...]] | None = None
+        self._search_id = 0
+        self._center = 0.0
+        self._bias_table: dict[tuple, array[float]] = {}  # this search's buckets
+        self._low_streak = 0  # own moves in a row with the win rate below resign_threshold
 
     # ------------------------------------------------------------------ tree reuse
     @staticmethod
@@ -141,6 +329,7 @@ class MCTS:
     def clear(self) -> None:
         self._root = None
         self._root_key = None
+        self._low_streak = 0
 
     def _find_root(self, state: GameState) -> Node:
         cfg = self.config
@@ -167,20 +356,67 @@ class MCTS:
         self._root, self._root_key = root, key
         return root
 
+    # ------------------------------------------------------------------ evaluations
+    def _own_utility(self, wl: float, mean: float, stdev: float, size: int) -> float:
+        """Win/loss plus the score utility at this search's score center (White's view)."""
+        cfg = self.config
+        return wl + puct.score_utility(mean, stdev, self._center, cfg.static_score_utility,
+                                       2.0 * size, cfg.dynamic_score_utility,
+                                       cfg.score_center_scale * size)
+
+    def _set_own(self, nodes: list[Node], evs: list[Evaluation]) -> None:
+        """Each node's own evaluation, in White's view, with its utility at this search's
+        score center."""
+        key = self._search_id
+        for node, ev in zip(nodes, evs, strict=True):
+            sign = node.sign
+            if ev.wdl is not None:
+                wl = sign * (float(ev.wdl[0]) - float(ev.wdl[1]))
+            else:
+                wl = sign * (2.0 * float(ev.value) - 1.0)
+            lead = 0.0 if ev.score_lead is None else float(ev.score_lead)
+            mean = sign * (lead if ev.score_mean is None else float(ev.score_mean))
+            sd = 0.0 if ev.score_stdev is None else float(ev.score_stdev)
+            own = node.own
+            own[puct.O_WL] = wl
+            own[puct.O_SM] = mean
+            own[puct.O_SM2] = mean * mean + sd * sd
+            own[puct.O_LD] = sign * lead
+            own[O_U] = self._own_utility(wl, mean, sd, node.state.size)
+            node.score_stdev = sd
+            node.own_key = key
+
+    def _refresh_own(self, node: Node) -> None:
+        """Recompute a node's own utility at this search's score center (a reused node)."""
+        own = node.own
+        own[O_U] = self._own_utility(own[puct.O_WL], own[puct.O_SM], node.score_stdev,
+                                     node.state.size)
+        node.own_key = self._search_id
+
+    def _set_terminal(self, node: Node) -> None:
+        """A finished game's own value: the area count, exactly."""
+        node.terminal = True
+        lead = -node.state.area_score()  # White's view
+        own = node.own
+        own[puct.O_WL] = 1.0 if lead > 0 else -1.0 if lead < 0 else 0.0
+        own[puct.O_SM] = own[puct.O_LD] = lead
+        own[puct.O_SM2] = lead * lead
+        node.score_stdev = 0.0
+        own[O_U] = self._own_utility(own[puct.O_WL], lead, 0.0, node.state.size)
+        node.own_key = self._search_id
+
     # ------------------------------------------------------------------ expansion
     def _expand(self, node: Node, ev: Evaluation) -> None:
         # children: the moves with a prior > 0, and always pass (finished games must stay
-        # reachable even when its prior underflowed to 0); see kosumi.accel.policy_children
-        move_bytes, prior_bytes = accel.policy_children(ev.policy)
+        # reachable even when its prior underflowed to 0), sorted by prior, highest first
+        # (noise pruning reads them in that order); see kosumi.engine.puct.children
+        move_bytes, prior_bytes = puct.children(ev.policy)
         node.moves = moves = array("h")
         moves.frombytes(move_bytes)
         node.priors = priors = array("d")
         priors.frombytes(prior_bytes)
-        zeros = bytes(len(prior_bytes))
-        node.n, node.w, node.s = array("d", zeros), array("d", zeros), array("d", zeros)
+        node.st = array("d")  # records grow as playouts reach children (in prior order)
         node.children = [None] * len(moves)
-        node.value = float(ev.value)
-        node.score = None if ev.score_lead is None else float(ev.score_lead)
         node.pending = False
 
     def _add_noise(self, node: Node) -> None:
@@ -192,36 +428,34 @@ class MCTS:
             node.priors = array("d", (mixed / mixed.sum()).tobytes())
 
     # ------------------------------------------------------------------ selection
-    def _select_child(self, node: Node) -> int:
-        cfg = self.config
-        # argmax of q + u, with first-play urgency: unvisited children get the parent's value
-        # minus a reduction growing with the explored prior; the formula is documented in
-        # kosumi.accel.puct_select (C when built, the same numpy code otherwise)
-        return accel.puct_select(node.n, node.w, node.priors, node.visits, node.value,
-                                 cfg.c_puct, cfg.fpu_reduction)
-
     def _descend(self, root: Node) -> tuple[list[tuple[Node, int]], Node | None]:
         """Walk down with virtual loss. Returns (path, leaf); leaf None on a collision."""
-        cfg = self.config
-        vl, c_puct, fpu_reduction = cfg.virtual_loss, cfg.c_puct, cfg.fpu_reduction
-        select = accel.puct_select  # see _select_child
+        select, params, key = puct.select_child, self._params, self._search_id
         path: list[tuple[Node, int]] = []
         node = root
+        is_root = 1.0
         while True:
-            i = select(node.n, node.w, node.priors, node.visits, node.value, c_puct,
-                       fpu_reduction)
-            node.n[i] += vl
-            node.visits += vl
+            if node.own_key != key:
+                self._refresh_own(node)
+            i = select(node.st, node.priors, node.agg, params, node.own[O_U], node.sign,
+                       is_root)
+            if node.state.passes and node.agg[F_N] >= 3:
+                i = self._try_both_endings(node, i)
+            reached = len(node.st) // NF
+            if i >= reached:  # a new child: its record (and any skipped before it)
+                node.st.extend(puct.new_records(i + 1 - reached))
+            node.st[i * NF + F_VL] += 1.0
             path.append((node, i))
             child = node.children[i]
             if child is None:
                 st = node.state.copy()
-                st.play(policy_move(int(node.moves[i]), st.size), trusted=True)
+                move = policy_move(int(node.moves[i]), st.size)
+                st.play(move, trusted=True)
                 child = Node(st)
+                child.bias_key = bias_key(node.state, move)
                 node.children[i] = child
                 if st.passes >= 2:  # the game is over
-                    child.terminal = True
-                    child.value, child.score = terminal_value(st)
+                    self._set_terminal(child)
                     return path, child
                 child.pending = True
                 return path, child
@@ -231,26 +465,85 @@ class MCTS:
                 self._revert(path)
                 return path, None
             node = child
+            is_root = 0.0
 
-    def _revert(self, path: list[tuple[Node, int]]) -> None:
-        vl = self.config.virtual_loss
-        for node, i in path:
-            node.n[i] -= vl
-            node.visits -= vl
+    @staticmethod
+    def _try_both_endings(node: Node, i: int) -> int:
+        """Where a pass ends the game, make sure both the pass and some other move get tried
+        (KataGo's passing hack): the first-play urgency follows the parent's value, so a
+        policy that loves passing would never look at the alternative, nor a policy that
+        never passes at ending the game."""
+        st = node.st
+        pass_i = node.moves.index(node.state.size * node.state.size)
+        tried = [j * NF < len(st) and (st[j * NF + F_N] > 0 or st[j * NF + F_VL] > 0)
+                 for j in range(len(node.moves))]
+        if not tried[pass_i] and i != pass_i:
+            return pass_i
+        if i == pass_i and not any(t for j, t in enumerate(tried) if j != pass_i):
+            return next((j for j in range(len(node.moves)) if j != pass_i), i)
+        return i
 
-    def _backup(self, path: list[tuple[Node, int]], leaf: Node, value: float,
-                score: float | None) -> None:
-        settle = 1 - self.config.virtual_loss  # the visit was counted (as a loss) on descent
-        leaf_color = leaf.state.to_move
-        leaf.visits += 1
+    @staticmethod
+    def _revert(path: list[tuple[Node, int]]) -> None:
         for node, i in path:
-            same = node.state.to_move == leaf_color
-            if settle:
-                node.n[i] += settle
-                node.visits += settle
-            node.w[i] += value if same else 1.0 - value
-            if score is not None:
-                node.s[i] += score if same else -score
+            node.st[i * NF + F_VL] -= 1.0
+
+    def _backup(self, path: list[tuple[Node, int]], leaf: Node) -> None:
+        """Recompute the leaf and every node above it, each from its children's records and
+        its own evaluation, and release the path's virtual losses."""
+        update, params, key = puct.update_node, self._params, self._search_id
+        parent, slot = path[-1]
+        if leaf.terminal:
+            if leaf.own_key != key:
+                self._set_terminal(leaf)
+            self._terminal_visit(leaf, parent, slot)
+        else:
+            bias = leaf.bias if leaf.bias_gen == key else self._bias_of(leaf)
+            update(leaf.st, leaf.priors, leaf.own, params, leaf.sign, leaf.agg, parent.st,
+                   slot, 1.0, bias)
+        for j in range(len(path) - 1, -1, -1):
+            node = path[j][0]
+            if node.own_key != key:
+                self._refresh_own(node)
+            bias = node.bias if node.bias_gen == key else self._bias_of(node)
+            if j:
+                up, i = path[j - 1]
+                update(node.st, node.priors, node.own, params, node.sign, node.agg, up.st, i,
+                       1.0, bias)
+            else:
+                update(node.st, node.priors, node.own, params, node.sign, node.agg, None, 0,
+                       0.0, bias)
+
+    def _bias_of(self, node: Node) -> array[float] | None:
+        """The node's subtree value bias bucket in this search's table (a node from an earlier
+        search starts a new share: its last share went with the old table)."""
+        node.bias_gen = self._search_id
+        node.own[puct.O_BIAS_DELTA] = node.own[puct.O_BIAS_WEIGHT] = 0.0
+        if node.bias_key is None or not self.config.subtree_bias_factor:
+            node.bias = None
+        else:
+            node.bias = self._bias_table.get(node.bias_key)
+            if node.bias is None:
+                node.bias = self._bias_table[node.bias_key] = array("d", bytes(8 * puct.NBIAS))
+        return node.bias
+
+    @staticmethod
+    def _terminal_visit(leaf: Node, parent: Node, slot: int) -> None:
+        """One more visit of a finished game: its record gains a visit of its exact value."""
+        agg, own = leaf.agg, leaf.own
+        agg[F_N] += 1.0
+        agg[F_W] += 1.0
+        agg[F_W2] += 1.0
+        agg[puct.F_U] = own[O_U]
+        agg[puct.F_U2] = own[O_U] * own[O_U]
+        agg[F_WL] = own[puct.O_WL]
+        agg[F_SM] = own[puct.O_SM]
+        agg[puct.F_SM2] = own[puct.O_SM2]
+        agg[F_LD] = own[puct.O_LD]
+        b = slot * NF
+        vl = parent.st[b + F_VL] - 1.0
+        parent.st[b: b + NF] = agg
+        parent.st[b + F_VL] = vl
 
     @staticmethod
     def _add_ownership(root: Node, rows: list[np.ndarray], signs: list[float]) -> None:
@@ -293,7 +586,8 @@ class MCTS:
         deadline = None if time_limit is None else t0 + time_limit
         root = self._find_root(state)
         if root.terminal or state.is_game_over():
-            return SearchResult([], terminal_value(state)[0], 0, 0.0)
+            win, lead = terminal_value(state)
+            return SearchResult([], win, 0, 0.0, score_lead=lead)
         start_visits = root.visits
         self._prepare_root(root)
         next_cb = t0 + callback_interval
@@ -302,9 +596,9 @@ class MCTS:
             if root.visits >= target > 0:
                 break
             # a deadline or a stop ends the search, but never before its first playout
-            if deadline is not None and time.perf_counter() >= deadline and root.visits:
+            if deadline is not None and time.perf_counter() >= deadline and root.visits > 1:
                 break
-            if stop is not None and stop.is_set() and root.visits:
+            if stop is not None and stop.is_set() and root.visits > 1:
                 break
             self._playouts(root, batch if target <= 0 else max(1, min(batch, target - root.visits)))
             if callback is not None and time.perf_counter() >= next_cb:
@@ -316,13 +610,26 @@ class MCTS:
         return result
 
     def _prepare_root(self, root: Node) -> None:
-        """Expand a fresh root (its evaluation is not a visit) and add the root noise."""
+        """Expand a fresh root (its evaluation is its first visit), set this search's score
+        center from what the tree knows of the root, and add the root noise."""
+        self._search_id += 1
+        self._bias_table = {}
         if not root.expanded:
             ev = self.evaluator.evaluate([root.state])[0]
             self._expand(root, ev)
-            root.visits = 0
             if ev.ownership is not None:
                 root.own_sum, root.own_n = ev.ownership.astype(np.float64), 1
+            self._center = 0.0
+            self._set_own([root], [ev])
+            mean = root.own[puct.O_SM]
+        else:
+            mean = root.agg[F_SM] if root.agg[F_N] > 0 else root.own[puct.O_SM]
+        cfg = self.config
+        self._center = puct.score_center(mean, root.state.size, cfg.score_center_zero_weight,
+                                         cfg.score_center_scale)
+        self._refresh_own(root)
+        puct.update_node(root.st, root.priors, root.own, self._params, root.sign, root.agg,
+                         None, 0, 0.0, self._bias_of(root))
         self._add_noise(root)
 
     def _playouts(self, root: Node, want: int) -> None:
@@ -334,7 +641,7 @@ class MCTS:
             if leaf is None:
                 break
             if leaf.terminal:
-                self._backup(path, leaf, leaf.value, leaf.score)
+                self._backup(path, leaf)
                 continue
             leaves.append((path, leaf))
         if not leaves:
@@ -347,23 +654,27 @@ class MCTS:
                 parent, i = path[-1]
                 parent.children[i] = None
             raise
+        for (_, leaf), ev in zip(leaves, evals, strict=True):
+            self._expand(leaf, ev)
+        self._set_own([leaf for _, leaf in leaves], evals)
         own_rows: list[np.ndarray] = []
         own_signs: list[float] = []
-        root_color = root.state.to_move
+        root_sign = root.sign
         for (path, leaf), ev in zip(leaves, evals, strict=True):
-            self._expand(leaf, ev)
-            self._backup(path, leaf, leaf.value, leaf.score)
+            self._backup(path, leaf)
             if ev.ownership is not None:
                 own_rows.append(ev.ownership)
-                own_signs.append(1.0 if leaf.state.to_move == root_color else -1.0)
+                own_signs.append(1.0 if leaf.sign == root_sign else -1.0)
         if own_rows:  # one matrix product per batch, not one sum per leaf
             self._add_ownership(root, own_rows, own_signs)
 
+    # ------------------------------------------------------------------ reporting
     def _pv(self, node: Node | None, limit: int = 20) -> list[int]:
         pv: list[int] = []
-        while node is not None and node.expanded and len(pv) < limit and node.visits > 0:
-            i = int(np.argmax(np.frombuffer(node.n)))
-            if node.n[i] <= 0:
+        while node is not None and node.expanded and len(pv) < limit and node.visits > 1:
+            n = np.frombuffer(node.st)[F_N::NF]
+            i = int(np.argmax(n))
+            if n[i] <= 0:
                 break
             pv.append(policy_move(int(node.moves[i]), node.state.size))
             node = node.children[i]
@@ -371,32 +682,34 @@ class MCTS:
 
     def _result(self, root: Node, t0: float, start_visits: int) -> SearchResult:
         size = root.state.size
-        infos = []
+        infos: list[MoveInfo] = []
+        rs = root.sign
         if root.expanded:
-            order = np.lexsort((-np.frombuffer(root.priors), -np.frombuffer(root.n)))
-            for i in order:
-                nv = root.n[i]
-                if nv <= 0:
+            cfg = self.config
+            sel = choice.play_selection(root.st, root.priors, root.agg, self._params, rs,
+                                        cfg.lcb_stdevs, cfg.lcb_min_visit_prop,
+                                        cfg.utility_radius)
+            rec = choice.padded(root.st, len(root.priors))
+            for i in np.lexsort((-np.frombuffer(root.priors), -rec[:, F_N], -sel.weights)):
+                nv = rec[i, F_N]
+                if nv <= 0 and sel.weights[i] <= 0:
                     continue
-                q = float(root.w[i] / nv)
-                # a normal-approximation lower bound on the win rate
-                lcb = q - 1.96 * math.sqrt(max(q * (1 - q), 0.0025) / nv)
                 mv = policy_move(int(root.moves[i]), size)
-                child = root.children[i]
-                has_score = root.score is not None or (child is not None and child.terminal)
+                winrate = 0.5 * (1.0 + rs * rec[i, F_WL]) if nv > 0 else 0.0
                 infos.append(MoveInfo(
-                    move=mv, visits=int(nv), winrate=q, prior=float(root.priors[i]), lcb=lcb,
-                    pv=[mv, *self._pv(child)],
-                    score_lead=float(root.s[i] / nv) if has_score else None,
+                    move=mv, visits=int(nv), winrate=winrate, prior=float(root.priors[i]),
+                    lcb=min(max(winrate - 0.5 * float(sel.radius[i]), 0.0), 1.0),
+                    pv=[mv, *self._pv(root.children[i])],
+                    score_lead=float(rs * rec[i, F_LD]) if nv > 0 else None,
+                    weight=float(sel.weights[i]), utility=float(rs * rec[i, puct.F_U]),
                 ))
-        tot = float(sum(root.n)) if root.expanded else 0.0
-        winrate = float(sum(root.w) / tot) if tot > 0 else root.value
+        agg = root.agg
         own = (None if root.own_sum is None
                else (root.own_sum / max(root.own_n, 1)).astype(np.float32))
         return SearchResult(
-            moves=infos, root_winrate=winrate, visits=int(root.visits),
+            moves=infos, root_winrate=0.5 * (1.0 + rs * agg[F_WL]), visits=root.visits,
             elapsed=time.perf_counter() - t0, ownership=own,
-            playouts=int(root.visits) - start_visits,
+            playouts=root.visits - start_visits, score_lead=float(rs * agg[F_LD]),
         )
 
     # ------------------------------------------------------------------ choosing a move
@@ -404,26 +717,38 @@ class MCTS:
         cfg = self.config
         if not result.moves:
             return PASS
-        candidates = result.moves
+        candidates = [m for m in result.moves if m.weight > 0] or result.moves
         # Pass safety under area scoring: after the opponent passed, passing ends the game.
         if state.passes >= 1:
             lead = state.area_score()
             mine = lead if state.to_move == 1 else -lead
             if mine > 0:
                 return PASS  # passing wins now
-            non_pass = [m for m in candidates if m.move != PASS]
+            non_pass = ([m for m in candidates if m.move != PASS]
+                        or [m for m in result.moves if m.move != PASS])
             if non_pass:
                 candidates = non_pass  # never end a game we would lose by passing
-        if cfg.resign_threshold > 0 and result.root_winrate < cfg.resign_threshold:
-            best = max(candidates, key=lambda m: (m.visits, m.winrate))
-            if best.winrate < cfg.resign_threshold and result.visits >= min(cfg.visits, 32):
-                return RESIGN
-        if cfg.temperature > 0 and len(state.moves) < cfg.temperature_moves:
-            counts = np.array([m.visits for m in candidates], dtype=np.float64)
-            probs = counts ** (1.0 / cfg.temperature)
-            probs /= probs.sum()
+        if self._resigns(state, result):
+            return RESIGN
+        temperature = cfg.temperature_at(len(state.moves), state.size)
+        weights = np.array([max(m.weight, 0.0) for m in candidates], dtype=np.float64)
+        if temperature > 1e-4 and weights.max() > 0:
+            probs = choice.tempered(weights, temperature)
             return candidates[int(self.rng.choice(len(candidates), p=probs))].move
-        return max(candidates, key=lambda m: (m.visits, m.winrate)).move
+        return max(candidates, key=lambda m: (m.weight, m.visits, m.winrate)).move
+
+    def _resigns(self, state: GameState, result: SearchResult) -> bool:
+        """Resign when the win rate has stayed below the threshold for ``resign_consecutive``
+        of our moves in a row, out of the opening, with at least a few visits behind it."""
+        cfg = self.config
+        if cfg.resign_threshold <= 0:
+            return False
+        if result.root_winrate < cfg.resign_threshold and result.visits >= min(cfg.visits, 32):
+            self._low_streak += 1
+        else:
+            self._low_streak = 0
+        opening = math.ceil(cfg.resign_opening * state.size * state.size)
+        return self._low_streak >= cfg.resign_consecutive and len(state.moves) >= opening
 
     def genmove(self, state: GameState, *, visits: int | None = None,
                 time_limit: float | None = None) -> tuple[int, SearchResult]:

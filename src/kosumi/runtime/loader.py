@@ -61,7 +61,8 @@ def load_evaluator(path: str | os.PathLike[str], backend: str = "auto", threads:
                 "onnxruntime", "tensorrt" or "numpy" (``kosumi.runtime.backend.BACKENDS``)
     threads     CPU threads for the backend
     cache       put a ``CachedEvaluator`` (LRU, ``cache_size`` positions) in front
-    symmetries  average over this many board symmetries (8 = all; exact equivariance)
+    symmetries  average over this many board symmetries (8 = all; exact equivariance; 0: one
+                random symmetry per position, KataGo's nnRandomize)
     device      backend device, e.g. "cuda" (default: CPU)
     precision   "auto", "fp32" or "fp16"
     announce    say on stderr which backend "auto" chose

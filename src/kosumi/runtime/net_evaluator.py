@@ -23,7 +23,10 @@ reports them.
 With ``symmetries=8`` the result is exactly equivariant: evaluating a transformed position gives
 the transformed policy/ownership (up to float rounding) and the same value. ``symmetries=k < 8``
 uses the first k symmetries 0..k-1 (cheaper, not equivariant); a sequence of indices uses those
-(``(4,)``: the net on the transposed board, mapped back).
+(``(4,)``: the net on the transposed board, mapped back). ``symmetries=0`` evaluates every
+position under one symmetry drawn at random (a seeded generator per evaluator), like KataGo's
+``nnRandomize``: a search then sees the net's orientation errors as noise that averages out
+over its nodes, at the cost of one evaluation.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import numpy as np
 from kosumi import accel
 from kosumi.errors import KosumiError
 from kosumi.go.board import KO_SIMPLE, GameState
-from kosumi.go.coords import WHITE
+from kosumi.go.coords import WHITE, symmetry_permutation
 from kosumi.nets.config import NetConfig
 from kosumi.nets.features import get_feature_set
 from kosumi.runtime.backend import Backend
@@ -92,10 +95,12 @@ class NetEvaluator(Evaluator):
 
     def __init__(self, backend: Backend, config: NetConfig, symmetries: int | Sequence[int] = 1,
                  name: str = "net", max_batch: int = 256):
+        self.random_symmetry = False
         if not isinstance(symmetries, Sequence):  # a count: the first k symmetries
-            if not 1 <= int(symmetries) <= 8:
-                raise KosumiError(f"symmetries must be 1..8, not {symmetries}")
-            syms = tuple(range(int(symmetries)))
+            if not 0 <= int(symmetries) <= 8:
+                raise KosumiError(f"symmetries must be 0..8 (0: a random one), not {symmetries}")
+            self.random_symmetry = int(symmetries) == 0
+            syms = tuple(range(max(1, int(symmetries))))
         else:  # chosen symmetries, e.g. (4,): the transpose alone
             syms = tuple(int(j) for j in symmetries)
             if not syms or not all(0 <= j < 8 for j in syms):
@@ -106,6 +111,7 @@ class NetEvaluator(Evaluator):
         self.symmetries = syms
         self.name = name
         self.max_batch = max(1, int(max_batch))
+        self._rng = np.random.default_rng(0)
 
     def supports_size(self, size: int) -> bool:
         return self.config.supports_size(size)
@@ -125,6 +131,15 @@ class NetEvaluator(Evaluator):
         syms = self.symmetries
         k = len(syms)
         planes, glob = self.features.encode(states)
+        drawn = None
+        if self.random_symmetry:  # one random symmetry per position: permute its planes
+            drawn = self._rng.integers(0, 8, bsz)
+            flat = planes.reshape(bsz, planes.shape[1], nn)
+            for i, sym in enumerate(drawn):
+                if sym:
+                    turned = np.empty_like(flat[i])
+                    turned[:, symmetry_permutation(n, int(sym))] = flat[i]
+                    flat[i] = turned
         out = self.backend.forward(*symmetric_inputs(planes, glob, syms))
         legal = legal_with_pass(states)
         logits = out["policy"].reshape(k, bsz, nn + 1)
@@ -133,6 +148,14 @@ class NetEvaluator(Evaluator):
         if syms != (0,):  # back to the original frame (any symmetry but the identity alone)
             logits = logits.copy()
             to_original_frame(n, syms, logits, own)
+        if drawn is not None and drawn.any():
+            logits = logits.copy()
+            for i, sym in enumerate(drawn):
+                if sym:
+                    perm = symmetry_permutation(n, int(sym))
+                    logits[0, i, :nn] = logits[0, i, perm]
+                    if own is not None:
+                        own[0, i] = own[0, i, perm]
         policy = masked_softmax(logits, legal[None])
         raw_value = out["value"].reshape(k, bsz, -1)
         if self.config.value_view == "black":  # Leela Zero v2: Black's view -> side to move's

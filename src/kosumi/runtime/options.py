@@ -5,7 +5,8 @@ backend     ``auto`` (the fastest installed backend for the file and device, see
             ``numpy``
 device      ``None``/``cpu``, ``cuda`` or ``cuda:K``
 threads     CPU threads of the backend (intra-op)
-symmetries  average over this many board symmetries (1..8; 8 is exactly equivariant)
+symmetries  average over this many board symmetries (1..8; 8 is exactly equivariant); 0: one
+            random symmetry per position and evaluation (KataGo's ``nnRandomize``)
 precision   ``auto`` (the file's own, fp32 for float nets), ``fp32``, ``fp16`` (``int8``:
             quantized nets, next issue)
 """
@@ -30,8 +31,9 @@ class LoadOptions:
     precision: str = "auto"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.symmetries, int) or not 1 <= self.symmetries <= 8:
-            raise KosumiError(f"symmetries must be 1..8, not {self.symmetries!r}")
+        if not isinstance(self.symmetries, int) or not 0 <= self.symmetries <= 8:
+            raise KosumiError(f"symmetries must be 0..8 (0: a random one), not "
+                              f"{self.symmetries!r}")
         if not isinstance(self.threads, int) or self.threads < 0:
             raise KosumiError(f"threads must be a non-negative integer, not {self.threads!r}")
         if self.precision not in PRECISIONS:

@@ -11,6 +11,7 @@ from kosumi.engine.elo import (
     CONTINUE,
     H0,
     H1,
+    SPRT_MIN_GAMES,
     elo_estimate,
     elo_from_score,
     expected_score,
@@ -87,10 +88,13 @@ def test_sprt_verdicts():
     assert sprt(80, 0, 20, 0.0, 50.0).verdict == H1
     assert sprt(40, 0, 60, 0.0, 50.0).verdict == H0
     assert sprt(1, 0, 1, 0.0, 50.0).verdict == CONTINUE
-    # all wins: variance from 3.5/4 -> 0.109375; LLR(4 games, [0, 200]) = 3.516 >= 2.944
+    # all wins: variance from 3.5/4 -> 0.109375; LLR(4 games, [0, 200]) = 3.516 >= 2.944, but
+    # no verdict before SPRT_MIN_GAMES: six wins and a draw once stopped a [0, 25] match
     assert sprt_llr(4, 0, 0, 0.0, 200.0) == pytest.approx(3.516, abs=1e-3)
-    assert sprt(3, 0, 0, 0.0, 200.0).verdict == CONTINUE
-    assert sprt(4, 0, 0, 0.0, 200.0).verdict == H1
+    assert sprt(4, 0, 0, 0.0, 200.0).verdict == CONTINUE
+    assert sprt_llr(6, 1, 0, 0.0, 25.0) > 2.944 and sprt(6, 1, 0, 0.0, 25.0).verdict == CONTINUE
+    assert sprt(SPRT_MIN_GAMES, 0, 0, 0.0, 200.0).verdict == H1
+    assert sprt(SPRT_MIN_GAMES - 1, 0, 0, 0.0, 200.0).verdict == CONTINUE
     with pytest.raises(ValueError):
         sprt(1, 0, 0, 50.0, 0.0)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import FAKE_GTP, GNUGO, LEELAZ, fake_gtp, gnugo_final_score, require_program
 
+from kosumi.engine.elo import SPRT_MIN_GAMES
 from kosumi.engine.match import play_match
 from kosumi.engine.match_results import parse_score
 from kosumi.errors import KosumiError
@@ -56,19 +57,20 @@ def test_cli_match_gnugo_vs_gnugo(tmp_path: Path):
 
 @pytest.mark.slow
 def test_cli_json_and_sprt_stops_early(tmp_path: Path):
-    # GNU Go against an engine that resigns at once: SPRT [0, 200] decides after 4 wins
+    # GNU Go against an engine that resigns at once: SPRT [0, 200] decides at its minimum of
+    # 30 games (its LLR is past the bound after 4)
     cmd = [sys.executable, "-m", "kosumi.cli", "match", "--black", gnugo_cmd(1),
-           "--white", " ".join(fake_gtp("resign")), "--games", "10", "--size", "9",
+           "--white", " ".join(fake_gtp("resign")), "--games", "40", "--size", "9",
            "--swap-colors", "--sprt", "0,200", "--json"]
     proc = subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert len(result["games"]) == 4 and result["stopped_early"]
+    assert len(result["games"]) == SPRT_MIN_GAMES and result["stopped_early"]
     assert result["sprt"]["verdict"] == "H1"
-    assert [g["result"] for g in result["games"]] == ["B+R", "W+R", "B+R", "W+R"]
-    assert result["counts"]["first"]["wins"] == 4
+    assert [g["result"] for g in result["games"][:4]] == ["B+R", "W+R", "B+R", "W+R"]
+    assert result["counts"]["first"]["wins"] == SPRT_MIN_GAMES
     assert result["elo"]["low"] > 0
-    assert "game 4/10" in proc.stderr  # live lines go to stderr with --json
+    assert "game 4/40" in proc.stderr  # live lines go to stderr with --json
 
 
 def test_concurrent_games_are_played_at_once_each_lane_its_own_engines(tmp_path: Path):
@@ -89,17 +91,18 @@ def test_concurrent_games_are_played_at_once_each_lane_its_own_engines(tmp_path:
 
 @pytest.mark.slow
 def test_cli_concurrent_sprt_records_games_up_to_its_verdict(tmp_path: Path):
-    """The SPRT of test_cli_json_and_sprt_stops_early, two games at a time: it decides after
-    4 wins, and a game still being played then is not recorded."""
+    """The SPRT of test_cli_json_and_sprt_stops_early, two games at a time: it decides at 30
+    games, and a game still being played then is not recorded."""
     cmd = [sys.executable, "-m", "kosumi.cli", "match", "--black", gnugo_cmd(1),
-           "--white", " ".join(fake_gtp("resign")), "--games", "10", "--size", "9",
+           "--white", " ".join(fake_gtp("resign")), "--games", "40", "--size", "9",
            "--swap-colors", "--sprt", "0,200", "--concurrency", "2", "--json",
            "--sgf-dir", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     games = result["games"]
-    assert len(games) == 4 and result["stopped_early"] and result["sprt"]["verdict"] == "H1"
+    assert len(games) == SPRT_MIN_GAMES and result["stopped_early"]
+    assert result["sprt"]["verdict"] == "H1"
     assert [g["index"] for g in games] == sorted({g["index"] for g in games})
     for g in games:  # the first engine (GNU Go) is Black in odd games
         assert g["result"] == ("B+R" if g["index"] % 2 else "W+R")

@@ -62,7 +62,9 @@ def parse_analyze_args(args: list[str], color_required: bool) -> AnalyzeOptions:
 
 def info_line(style: str, result: SearchResult, size: int,
                opts: AnalyzeOptions) -> str:
-    moves = result.moves[: opts.max_moves] if opts.max_moves else result.moves
+    # the moves searched (a one-visit search lists the raw policy's moves, none searched)
+    moves = [m for m in result.moves if m.visits > 0] or result.moves
+    moves = moves[: opts.max_moves] if opts.max_moves else moves
     parts = []
     for order, mi in enumerate(moves):
         v = gtp.format_vertex(mi.move, size)

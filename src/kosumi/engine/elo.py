@@ -14,7 +14,9 @@ SPRT: the generalized SPRT of Fishtest with the normal approximation: for hypoth
 ``H0: elo = elo0`` and ``H1: elo = elo1``,
 ``LLR = n * (s1 - s0) * (2 * s - s0 - s1) / (2 * var)`` where ``s0``, ``s1`` are the expected
 scores under each hypothesis and ``var`` the per-game score variance. H1 is accepted when
-``LLR >= log((1 - beta) / alpha)``, H0 when ``LLR <= log(beta / (1 - alpha))``.
+``LLR >= log((1 - beta) / alpha)``, H0 when ``LLR <= log(beta / (1 - alpha))``, and not before
+``SPRT_MIN_GAMES`` games: the sample variance of a handful of one-sided results is tiny, and
+with it the approximation would stop a match after six straight wins.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ SCORE_CLAMP = 1e-3  # |Elo| <= 400 * log10(999) ~ 1199.8
 Z95 = 1.959963984540054
 
 H0, H1, CONTINUE = "H0", "H1", "continue"
+SPRT_MIN_GAMES = 30  # no verdict before this many games
 
 
 def expected_score(elo: float) -> float:
@@ -154,12 +157,15 @@ def sprt(
     alpha: float = 0.05,
     beta: float = 0.05,
 ) -> SPRTResult:
-    """Test H0: elo = elo0 against H1: elo = elo1 (elo0 < elo1) on the games so far."""
+    """Test H0: elo = elo0 against H1: elo = elo1 (elo0 < elo1) on the games so far (no
+    verdict before ``SPRT_MIN_GAMES``)."""
     if not elo0 < elo1:
         raise ValueError(f"SPRT needs elo0 < elo1 (got {elo0:g}, {elo1:g})")
     lower, upper = sprt_bounds(alpha, beta)
     llr = sprt_llr(wins, draws, losses, elo0, elo1)
     verdict = H1 if llr >= upper else H0 if llr <= lower else CONTINUE
+    if wins + draws + losses < SPRT_MIN_GAMES:
+        verdict = CONTINUE
     return SPRTResult(elo0, elo1, alpha, beta, llr, lower, upper, verdict)
 
 

@@ -34,7 +34,8 @@ from kosumi.engine import choice, puct
 from kosumi.engine.puct import F_LD, F_N, F_SM, F_VL, F_W, F_W2, F_WL, NF, O_U, O_W
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState, Rules
-from kosumi.go.coords import PASS, RESIGN, WHITE, policy_move
+from kosumi.go.coords import BLACK, PASS, RESIGN, WHITE, policy_move
+from kosumi.go.dead_stones import dead_stones
 from kosumi.runtime.evaluator import Evaluation, Evaluator
 
 
@@ -317,6 +318,7 @@ class MCTS:
         self._root: Node | None = None
         self._root_key: tuple[GameKey, tuple[tuple[int, int], ...]] | None = None
         self._search_id = 0
+        self._ending_passes = 2  # passes in a row that end a game in the tree (see _search)
         self._center = 0.0
         self._bias_table: dict[tuple, array[float]] = {}  # this search's buckets
         self._low_streak = 0  # own moves in a row with the win rate below resign_threshold
@@ -454,7 +456,7 @@ class MCTS:
                 child = Node(st)
                 child.bias_key = bias_key(node.state, move)
                 node.children[i] = child
-                if st.passes >= 2:  # the game is over
+                if st.passes >= self._ending_passes:  # the game is over
                     self._set_terminal(child)
                     return path, child
                 child.pending = True
@@ -589,6 +591,10 @@ class MCTS:
             win, lead = terminal_value(state)
             return SearchResult([], win, 0, 0.0, score_lead=lead)
         start_visits = root.visits
+        # KataGo's friendlyPassOk (chinese rules): two passes in a row need not end the game
+        # in the tree, since the referee takes dead stones off; the net judges that position
+        # (its features hide the history then) and a third pass ends it as it stands
+        self._ending_passes = 3 if state.rules.friendly_pass_ok else 2
         self._prepare_root(root)
         next_cb = t0 + callback_interval
         batch = max(1, cfg.batch)
@@ -718,10 +724,10 @@ class MCTS:
         if not result.moves:
             return PASS
         candidates = [m for m in result.moves if m.weight > 0] or result.moves
-        # Pass safety under area scoring: after the opponent passed, passing ends the game.
+        # Pass safety under area scoring: after the opponent passed, passing ends the game,
+        # scored with the dead stones off (as the referee does; dead by the search's ownership)
         if state.passes >= 1:
-            lead = state.area_score()
-            mine = lead if state.to_move == 1 else -lead
+            mine = self.score_if_ended(state, result)
             if mine > 0:
                 return PASS  # passing wins now
             non_pass = ([m for m in candidates if m.move != PASS]
@@ -736,6 +742,17 @@ class MCTS:
             probs = choice.tempered(weights, temperature)
             return candidates[int(self.rng.choice(len(candidates), p=probs))].move
         return max(candidates, key=lambda m: (m.weight, m.visits, m.winrate)).move
+
+    @staticmethod
+    def score_if_ended(state: GameState, result: SearchResult) -> float:
+        """The side to move's area score if the game ended now, the stones the search's
+        ownership sees as dead taken off (``kosumi.go.dead_stones``; all alive without one)."""
+        own = None
+        if result.ownership is not None:
+            own = np.asarray(result.ownership, dtype=np.float64)
+            own = own if state.to_move == BLACK else -own
+        lead = state.area_score(dead_stones(state, own))
+        return lead if state.to_move == BLACK else -lead
 
     def _resigns(self, state: GameState, result: SearchResult) -> bool:
         """Resign when the win rate has stayed below the threshold for ``resign_consecutive``

@@ -1,10 +1,11 @@
 """How the GTP engine scores a position: dead stones from ownership, and the score's GTP text.
 
 Dead stones (``final_score``, ``final_status_list``, ``kgs-genmove_cleanup``): a chain is dead
-when the mean ownership over its stones, seen from its own colour, is below ``-DEAD_OWNERSHIP``.
-The ownership is the search's mean ownership on the position (trailing passes removed so the
-search can run), else the net's raw ownership, and when the net has none every stone is alive
-(the score is then plain Tromp-Taylor area). Seki is not recognised: seki stones count as alive.
+when the mean ownership over its stones, seen from its own colour, is below ``-DEAD_OWNERSHIP``
+(``kosumi.go.dead_stones``). The ownership is the search's mean ownership on the position
+(trailing passes removed so the search can run), else the net's raw ownership, and when the net
+has none every stone is alive (the score is then plain Tromp-Taylor area). Seki is not
+recognised: seki stones count as alive.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import numpy as np
 
 from kosumi.engine.mcts import MCTS
 from kosumi.go.board import GameState
-from kosumi.go.coords import BLACK, EMPTY, PASS
+from kosumi.go.coords import BLACK, PASS
+from kosumi.go.dead_stones import DEAD_OWNERSHIP, dead_stones
+
+__all__ = ["DEAD_OWNERSHIP", "black_ownership", "dead_stones", "format_score"]
 from kosumi.runtime.evaluator import Evaluator
 
-#: a chain is dead when its mean ownership (its own colour's view) is below minus this
-DEAD_OWNERSHIP = 0.3
 #: visits of the search that estimates ownership for scoring
 OWNERSHIP_VISITS = 128
 
@@ -39,26 +41,6 @@ def black_ownership(state: GameState, mcts: MCTS, evaluator: Evaluator,
     if own is not None:
         own = np.asarray(own, dtype=np.float64) * (1.0 if probe.to_move == BLACK else -1.0)
     return own
-
-
-def dead_stones(state: GameState, own: np.ndarray | None) -> set[int]:
-    """Stones whose chain's mean ownership from its own colour's view < -DEAD_OWNERSHIP
-    (``own``: Black's view, as ``black_ownership`` gives it; None: every stone is alive)."""
-    if own is None:
-        return set()
-    s = state
-    dead: set[int] = set()
-    seen: set[int] = set()
-    for p in range(s.num_points):
-        c = s.board[p]
-        if c == EMPTY or p in seen:
-            continue
-        stones = s.chain_stones(p)
-        seen.update(stones)
-        mean = float(np.mean(own[stones])) * (1.0 if c == BLACK else -1.0)
-        if mean < -DEAD_OWNERSHIP:
-            dead.update(stones)
-    return dead
 
 
 def format_score(score: float) -> str:

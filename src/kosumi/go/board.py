@@ -59,6 +59,13 @@ class Rules:
         if self.scoring != "area":
             raise ValueError(f"unknown scoring {self.scoring!r} (only 'area' is supported)")
 
+    @property
+    def friendly_pass_ok(self) -> bool:
+        """KataGo's ``friendlyPassOk``: two passes in a row need not end the game (dead stones
+        are then taken off, not counted). On for its ``chinese`` preset, off for Tromp-Taylor
+        (positional superko with suicide legal), where two passes end the game as it stands."""
+        return not (self.ko == KO_POSITIONAL and self.suicide)
+
     @staticmethod
     def named(name: str) -> Rules:
         """Presets: 'chinese' (KataGo's: simple ko, suicide illegal), 'tromp-taylor' (superko,

@@ -113,7 +113,7 @@ def ko_after(state: GameState, j: int) -> int:
 def default_friendly_pass_ok(rules: Rules) -> bool:
     """KataGo's ``friendlyPassOk`` for the KataGo preset matching kosumi's rules: off for
     Tromp-Taylor (positional superko, suicide legal), on otherwise (``chinese``)."""
-    return not (rules.ko == KO_POSITIONAL and rules.suicide)
+    return rules.friendly_pass_ok
 
 
 def pass_status(state: GameState, friendly_pass_ok: bool | None = None) -> tuple[int, bool]:

@@ -15,8 +15,9 @@ finished games. KataGo needs ``apt-get install -y libzip4``.
   GTP, one engine at a time, on ``--speed-positions`` positions: KataGo's reference positions of
   this board size, else the openings).
 
-Both engines see the same randomness: kosumi gets KataGo's GTP move-choice temperature (0.5,
-decaying to 0.1 with a halflife of 19 moves on 19x19), and games start from ``--openings``
+Both engines play by the same rules: both resign when their win rate stays under 5% for 3 of
+their moves (``--no-resign``: neither does); kosumi gets KataGo's GTP move-choice temperature
+(0.5, decaying to 0.1 with a halflife of 19 moves on 19x19), and games start from ``--openings``
 balanced openings (``kosumi.engine.openings``: ``--opening-moves`` moves sampled from kosumi's
 net's raw policy), each played once with each colour: two deterministic engines would otherwise
 replay the same few games.
@@ -62,17 +63,21 @@ def fail(message: str) -> None:
 
 
 def katago_command(args: argparse.Namespace, visits: int) -> list[str]:
+    # resignation as kosumi's (its win rate under 5% for 3 moves in a row), unless --no-resign
+    resign = ("allowResignation=false" if args.no_resign else
+              "allowResignation=true,resignThreshold=-0.90,resignConsecTurns=3")
     return [str(args.katago), "gtp", "-model", str(args.katago_model), "-config",
-            str(args.config), "-override-config", f"maxVisits={visits}"]
+            str(args.config), "-override-config", f"maxVisits={visits},{resign}"]
 
 
 def kosumi_command(args: argparse.Namespace, visits: int) -> list[str]:
     # --kosumi-path: a frozen copy of the package (a snapshot of src/ with its built
     # extensions), so that a long match keeps playing the code it started with
     prefix = ["env", f"PYTHONPATH={args.kosumi_path.resolve()}"] if args.kosumi_path else []
+    resign = ["--resign-threshold", "0"] if args.no_resign else []
     return [*prefix, sys.executable, "-m", "kosumi", "gtp", "--model", str(args.model),
             "--visits", str(visits), "--threads", "1", *KATAGO_TEMPERATURE, "--seed", "{lane}",
-            *shlex.split(args.kosumi_args)]
+            *resign, *shlex.split(args.kosumi_args)]
 
 
 def check_katago(args: argparse.Namespace) -> str:
@@ -173,6 +178,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--speed-positions", type=int, default=12)
     ap.add_argument("--sprt", default=None, help="'elo0,elo1': stop when the SPRT decides")
     ap.add_argument("--move-timeout", type=float, default=600.0)
+    ap.add_argument("--no-resign", action="store_true",
+                    help="neither engine resigns (default: both, under 5%% for 3 moves)")
     ap.add_argument("--json", action="store_true", help="print only the JSON report")
     args = ap.parse_args()
     args.komi = args.komi if args.komi is not None else (7.0 if args.size == 9 else 7.5)
@@ -196,7 +203,8 @@ def check_settings(args: argparse.Namespace) -> dict:
                 "equal_time": args.equal_time, "kosumi_visits": args.kosumi_visits,
                 "kosumi_args": args.kosumi_args, "openings": args.openings,
                 "kosumi_path": str(args.kosumi_path) if args.kosumi_path else None,
-                "opening_moves": args.opening_moves, "seed": args.seed}
+                "opening_moves": args.opening_moves, "seed": args.seed,
+                "resign": not args.no_resign}
     path = args.out / "settings.json"
     if path.exists():
         old = json.loads(path.read_text())

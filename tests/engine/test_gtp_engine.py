@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import GNUGO, ROOT, require_program
+from helpers import GNUGO, ROOT, assert_one_line_error, cli, require_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sgfmill import sgf
@@ -835,3 +835,29 @@ def test_every_single_token_replacement_of_every_template():
         finally:
             os.chdir(here)
     assert engine.handle("protocol_version") == "= 2\n\n"
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--set", "foo=1"], ["unknown search setting 'foo'", "lcb_stdevs"]),
+    (["--set", "lcb_stdevs=abc"], ["lcb_stdevs='abc'", "not a float"]),
+    (["--set", "c_puct=-1"], ["c_puct=-1.0", "must be >= 0"]),
+    (["--set", "novalue"], ["expected name=value"]),
+    (["--resign-threshold", "1.5"], ["--resign-threshold must be in [0, 1)"]),
+])
+def test_kosumi_gtp_bad_search_settings_are_one_line_errors(args, needles):
+    assert_one_line_error(cli("gtp", "--model", "uniform", *args), *needles)
+
+
+def test_kosumi_gtp_search_settings_reach_the_search():
+    """--set NAME=VALUE (dashes or underscores, booleans as on/off/true/false) and the direct
+    options build the engine's SearchConfig."""
+    cfg = SearchConfig(resign_threshold=0.05).with_settings(
+        ["lcb-stdevs=2", "noise_pruning=off", "subtree_bias_factor=0", "seed=7"])
+    assert (cfg.lcb_stdevs, cfg.noise_pruning, cfg.subtree_bias_factor, cfg.seed) == \
+        (2.0, False, 0.0, 7)
+    assert cfg.resign_threshold == 0.05 and SearchConfig().noise_pruning
+    assert SearchConfig(temperature=0.5, temperature_late=0.1,
+                        temperature_halflife=19).temperature_at(19, 19) == pytest.approx(0.3)
+    assert SearchConfig(temperature=0.5, temperature_late=0.1,
+                        temperature_halflife=19).temperature_at(9, 9) == pytest.approx(0.3)
+    assert SearchConfig(temperature=1.0, temperature_moves=8).temperature_at(8, 9) == 0.0

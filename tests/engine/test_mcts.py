@@ -207,3 +207,21 @@ def test_a_search_out_of_time_still_makes_one_playout():
     mcts = MCTS(UniformEvaluator(), SearchConfig(visits=0, batch=8, seed=1))
     _, result = mcts.genmove(GameState(9, 7.0), time_limit=0.0)
     assert result.visits >= 1 and result.moves
+
+
+def test_the_subtree_bias_buckets_live_through_a_game():
+    """Like KataGo's table, the buckets survive the move (the reused tree keeps its shares)
+    and a new game starts a new table; with the factor 0 no bucket is made."""
+    state = GameState(7, 7.5)
+    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=200, seed=1, **NO_NET))
+    move, _ = mcts.genmove(state)
+    buckets = dict(mcts._bias_table)
+    assert buckets and all(b[1] >= 0 for b in buckets.values())
+    state.play(move)
+    mcts.genmove(state)
+    assert set(buckets) <= set(mcts._bias_table)
+    mcts.clear()
+    assert mcts._bias_table == {}
+    off = MCTS(UniformEvaluator(), SearchConfig(visits=50, seed=1, subtree_bias_factor=0.0))
+    off.search(GameState(7, 7.5))
+    assert off._bias_table == {}

@@ -264,7 +264,7 @@ class Node:
         self.own_n = 0
         self.bias_key: tuple | None = None  # its subtree value bias bucket (None: none)
         self.bias: array[float] | None = None  # that bucket in this search's table
-        self.bias_gen = -1  # the search whose table ``bias`` belongs to
+        self.bias_gen = -1  # the table generation ``bias`` belongs to
 
     @property
     def expanded(self) -> bool:
@@ -273,6 +273,10 @@ class Node:
     @property
     def visits(self) -> int:
         return int(self.agg[F_N])
+
+
+#: the subtree value bias table starts afresh past this many buckets (memory bound)
+BIAS_TABLE_MAX = 1_000_000
 
 
 @functools.cache
@@ -320,7 +324,10 @@ class MCTS:
         self._search_id = 0
         self._ending_passes = 2  # passes in a row that end a game in the tree (see _search)
         self._center = 0.0
-        self._bias_table: dict[tuple, array[float]] = {}  # this search's buckets
+        # the subtree value bias buckets: kept through a game (KataGo keeps its table while
+        # the tree lives), a new generation on clear() or past BIAS_TABLE_MAX buckets
+        self._bias_table: dict[tuple, array[float]] = {}
+        self._bias_gen = 0
         self._low_streak = 0  # own moves in a row with the win rate below resign_threshold
 
     # ------------------------------------------------------------------ tree reuse
@@ -332,6 +339,11 @@ class MCTS:
         self._root = None
         self._root_key = None
         self._low_streak = 0
+        self._new_bias_table()
+
+    def _new_bias_table(self) -> None:
+        self._bias_table = {}
+        self._bias_gen += 1
 
     def _find_root(self, state: GameState) -> Node:
         cfg = self.config
@@ -494,20 +506,21 @@ class MCTS:
         """Recompute the leaf and every node above it, each from its children's records and
         its own evaluation, and release the path's virtual losses."""
         update, params, key = puct.update_node, self._params, self._search_id
+        gen = self._bias_gen
         parent, slot = path[-1]
         if leaf.terminal:
             if leaf.own_key != key:
                 self._set_terminal(leaf)
             self._terminal_visit(leaf, parent, slot)
         else:
-            bias = leaf.bias if leaf.bias_gen == key else self._bias_of(leaf)
+            bias = leaf.bias if leaf.bias_gen == gen else self._bias_of(leaf)
             update(leaf.st, leaf.priors, leaf.own, params, leaf.sign, leaf.agg, parent.st,
                    slot, 1.0, bias)
         for j in range(len(path) - 1, -1, -1):
             node = path[j][0]
             if node.own_key != key:
                 self._refresh_own(node)
-            bias = node.bias if node.bias_gen == key else self._bias_of(node)
+            bias = node.bias if node.bias_gen == gen else self._bias_of(node)
             if j:
                 up, i = path[j - 1]
                 update(node.st, node.priors, node.own, params, node.sign, node.agg, up.st, i,
@@ -517,9 +530,9 @@ class MCTS:
                        0.0, bias)
 
     def _bias_of(self, node: Node) -> array[float] | None:
-        """The node's subtree value bias bucket in this search's table (a node from an earlier
-        search starts a new share: its last share went with the old table)."""
-        node.bias_gen = self._search_id
+        """The node's subtree value bias bucket in the current table (a node from an earlier
+        table starts a new share: its last share went with the old table)."""
+        node.bias_gen = self._bias_gen
         node.own[puct.O_BIAS_DELTA] = node.own[puct.O_BIAS_WEIGHT] = 0.0
         if node.bias_key is None or not self.config.subtree_bias_factor:
             node.bias = None
@@ -619,7 +632,8 @@ class MCTS:
         """Expand a fresh root (its evaluation is its first visit), set this search's score
         center from what the tree knows of the root, and add the root noise."""
         self._search_id += 1
-        self._bias_table = {}
+        if len(self._bias_table) > BIAS_TABLE_MAX:
+            self._new_bias_table()
         if not root.expanded:
             ev = self.evaluator.evaluate([root.state])[0]
             self._expand(root, ev)
@@ -732,8 +746,9 @@ class MCTS:
                 return PASS  # passing wins now
             non_pass = ([m for m in candidates if m.move != PASS]
                         or [m for m in result.moves if m.move != PASS])
-            if non_pass:
+            if mine < 0 and non_pass:
                 candidates = non_pass  # never end a game we would lose by passing
+            # a draw if it ended now: the search's choice
         if self._resigns(state, result):
             return RESIGN
         temperature = cfg.temperature_at(len(state.moves), state.size)

@@ -110,9 +110,13 @@ def test_cli_concurrent_sprt_records_games_up_to_its_verdict(tmp_path: Path):
         f"game-{g['index']:03d}.sgf" for g in games]
 
 
-def test_cli_bad_options_are_one_line_errors():
+def test_cli_bad_options_are_one_line_errors(tmp_path: Path):
+    book = tmp_path / "book.txt"
+    book.write_text("E5 E5\n")  # the second move is on a stone
     for extra, needle in ((["--sprt", "50"], "--sprt"), (["--size", "30"], "--size"),
-                          (["--concurrency", "3"], "--concurrency")):  # more than --games 2
+                          (["--concurrency", "3"], "--concurrency"),  # more than --games 2
+                          (["--openings", str(tmp_path / "none.txt")], "none.txt"),
+                          (["--openings", str(book)], "opening 1, move 2")):
         cmd = [sys.executable, "-m", "kosumi.cli", "match", "--black", "true",
                "--white", "true", *extra]
         proc = subprocess.run(cmd, capture_output=True, check=False, text=True, timeout=60)
@@ -284,3 +288,19 @@ def test_two_game_match_against_gnugo(tmp_path: Path):
             assert parse_score(rec.result) == gnugo_final_score(path), path
         else:
             assert rec.result.endswith("+R"), rec.result
+
+
+def test_kosumi_resigns_a_hopeless_game_against_gnugo_through_the_arena(tmp_path: Path):
+    """kosumi gtp (network-free, the defaults: 5% for 3 moves, not in the first fifth of the
+    board's points) plays GNU Go on 5x5 with komi 100 for White: as Black it cannot win, and
+    it resigns once out of the opening; the arena records it as W+R and scores it."""
+    kosumi = [sys.executable, "-m", "kosumi", "gtp", "--model", "uniform", "--visits", "32"]
+    result = play_match(kosumi, gnugo_cmd(1), games=2, size=5, komi=100.0, swap_colors=True,
+                        sgf_dir=tmp_path, move_timeout=60.0, referee_cmd=fast_referee(),
+                        progress=False)
+    first, second = result.games
+    assert first.first_color == "B" and first.result == "W+R" and first.end == "resign"
+    assert first.winner == "W" and first.moves >= 5  # never in the opening (5 moves on 5x5)
+    assert second.first_color == "W" and second.end != "resign"  # won: it plays on
+    assert second.winner == "W"
+    assert result.counts()["first"]["wins"] == 1 and result.counts()["first"]["losses"] == 1

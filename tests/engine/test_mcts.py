@@ -7,6 +7,7 @@ disagree): the tactics tests search with both off (``NO_NET``)."""
 import numpy as np
 import pytest
 
+from kosumi.engine import puct
 from kosumi.engine.mcts import MCTS, SearchConfig
 from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, PASS, RESIGN, WHITE, point_to_vertex, vertex_to_point
@@ -209,17 +210,45 @@ def test_a_search_out_of_time_still_makes_one_playout():
     assert result.visits >= 1 and result.moves
 
 
-def test_the_subtree_bias_buckets_live_through_a_game():
-    """Like KataGo's table, the buckets survive the move (the reused tree keeps its shares)
-    and a new game starts a new table; with the factor 0 no bucket is made."""
+def _bias_shares(root):
+    """Each bucket's shares, summed over the nodes of the tree under ``root``."""
+    shares, stack = {}, [root]
+    while stack:
+        node = stack.pop()
+        if node.bias is not None:
+            d, w = shares.get(id(node.bias), (0.0, 0.0))
+            shares[id(node.bias)] = (d + node.own[puct.O_BIAS_DELTA],
+                                     w + node.own[puct.O_BIAS_WEIGHT])
+        stack.extend(c for c in node.children if c is not None)
+    return shares
+
+
+def test_the_subtree_bias_buckets_follow_the_tree():
+    """Like KataGo's table: each bucket holds the sum of its nodes' shares; when the tree moves
+    down a move, the discarded nodes take 80% of their shares back (subtreeValueBiasFreeProp)
+    and only the buckets a kept node uses stay; a new game starts a new table; with the factor
+    0 no bucket is made."""
     state = GameState(7, 7.5)
     mcts = MCTS(UniformEvaluator(), SearchConfig(visits=200, seed=1, **NO_NET))
     move, _ = mcts.genmove(state)
-    buckets = dict(mcts._bias_table)
-    assert buckets and all(b[1] >= 0 for b in buckets.values())
+    old_root = mcts._root
+    before = _bias_shares(old_root)
+    buckets = {id(b): b for b in mcts._bias_table.values()}
+    assert set(before) == set(buckets)
+    for k, (d, w) in before.items():  # a bucket is the sum of its shares
+        assert buckets[k][0] == pytest.approx(d, abs=1e-9)
+        assert buckets[k][1] == pytest.approx(w, abs=1e-9)
     state.play(move)
+    mcts._find_root(state)
+    kept = _bias_shares(mcts._root)
+    assert mcts._root is not old_root and kept
+    assert {id(b) for b in mcts._bias_table.values()} == set(kept)
+    assert len(kept) < len(before)  # buckets of the discarded moves only are gone
+    for k, (d, w) in kept.items():
+        gone_d, gone_w = before[k][0] - d, before[k][1] - w
+        assert buckets[k][0] == pytest.approx(d + 0.2 * gone_d, abs=1e-9)
+        assert buckets[k][1] == pytest.approx(w + 0.2 * gone_w, abs=1e-9)
     mcts.genmove(state)
-    assert set(buckets) <= set(mcts._bias_table)
     mcts.clear()
     assert mcts._bias_table == {}
     off = MCTS(UniformEvaluator(), SearchConfig(visits=50, seed=1, subtree_bias_factor=0.0))

@@ -69,6 +69,7 @@ class SearchConfig:
     noise_prune_scale: float = 0.15
     subtree_bias_factor: float = 0.45  # subtree value bias correction; 0: off
     subtree_bias_exponent: float = 0.85
+    subtree_bias_free_prop: float = 0.8  # share of a discarded node's bias taken back
     # choosing the move
     lcb_stdevs: float = 5.0  # 0: no lower-confidence-bound check
     lcb_min_visit_prop: float = 0.15
@@ -324,8 +325,8 @@ class MCTS:
         self._search_id = 0
         self._ending_passes = 2  # passes in a row that end a game in the tree (see _search)
         self._center = 0.0
-        # the subtree value bias buckets: kept through a game (KataGo keeps its table while
-        # the tree lives), a new generation on clear() or past BIAS_TABLE_MAX buckets
+        # the subtree value bias buckets: kept while a node of the tree uses them (KataGo's
+        # table; see _free_bias), a new generation on clear() or past BIAS_TABLE_MAX buckets
         self._bias_table: dict[tuple, array[float]] = {}
         self._bias_gen = 0
         self._low_streak = 0  # own moves in a row with the win rate below resign_threshold
@@ -367,8 +368,37 @@ class MCTS:
                     root = node
         if root is None:
             root = Node(state.copy())
+            self._new_bias_table()
+        elif self._root is not None and root is not self._root:
+            self._free_bias(self._root, root)
         self._root, self._root_key = root, key
         return root
+
+    def _free_bias(self, old_root: Node, new_root: Node) -> None:
+        """The tree moves down to ``new_root``: every other node of the old tree is discarded
+        and takes ``subtree_bias_free_prop`` of its share back from its bucket, and only the
+        buckets a kept node still uses stay in the table (KataGo's subtreeValueBiasFreeProp
+        and its table clean-up after the tree is pruned)."""
+        gen, free = self._bias_gen, self.config.subtree_bias_free_prop
+        stack = [old_root]
+        while stack:
+            node = stack.pop()
+            if node is new_root:
+                continue
+            bias = node.bias
+            if bias is not None and node.bias_gen == gen and free:
+                own = node.own
+                bias[puct.B_DELTA] -= free * own[puct.O_BIAS_DELTA]
+                bias[puct.B_WEIGHT] -= free * own[puct.O_BIAS_WEIGHT]
+            stack.extend(c for c in node.children if c is not None)
+        kept: dict[tuple, array[float]] = {}
+        stack = [new_root]
+        while stack:
+            node = stack.pop()
+            if node.bias is not None and node.bias_gen == gen and node.bias_key is not None:
+                kept[node.bias_key] = node.bias
+            stack.extend(c for c in node.children if c is not None)
+        self._bias_table = kept
 
     # ------------------------------------------------------------------ evaluations
     def _own_utility(self, wl: float, mean: float, stdev: float, size: int) -> float:

@@ -2,8 +2,8 @@
 file, line and import.
 
 Layers: go -> nets -> runtime -> engine, with distill, quantize, export and viz above nets; no
-module imports the CLI; go imports no network library; backends never search (every import in a
-module, lazy ones inside functions included).
+module imports the CLI; go imports no network library; backends never search; no import circles
+(every import in a module, lazy ones inside functions included).
 
 Tests mirror modules: every module of src/kosumi with logic (at least one function or class)
 has ``tests/<package>/test_<module>.py`` (``tests/test_<module>.py`` for a top-level module),
@@ -103,6 +103,80 @@ def test_the_source_keeps_its_layers():
     for path in files:
         found += violations(path.read_text(), module_name(path))
     assert found == [], "\n".join(found)
+
+
+# ============================================================================ no import circles
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Module -> the kosumi modules it imports, every import counted (lazy ones inside functions
+    too); ``from package import name`` is the submodule when there is one, else the package."""
+    graph: dict[str, set[str]] = {}
+    for module, source in sources.items():
+        deps: set[str] = set()
+        is_package = module in {m.rsplit(".", 1)[0] for m in sources if "." in m}
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    package = module if is_package else module.rsplit(".", 1)[0]
+                    for _ in range(node.level - 1):
+                        package = package.rsplit(".", 1)[0]
+                    base = f"{package}.{node.module}" if node.module else package
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in sources else base
+                         for a in node.names]
+            else:
+                continue
+            for name in names:
+                while name not in sources and "." in name:
+                    name = name.rsplit(".", 1)[0]
+                if name in sources and name != module:
+                    deps.add(name)
+        graph[module] = deps
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each import circle once, as the modules around it (the first back edge a depth-first walk
+    finds in every strongly connected group)."""
+    circles, state, stack = [], {}, []  # state: 1 on the walk, 2 done
+
+    def walk(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for dep in sorted(graph[module]):
+            if state.get(dep) == 1:
+                circles.append([*stack[stack.index(dep):], dep])
+            elif dep not in state:
+                walk(dep)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            walk(module)
+    return circles
+
+
+def test_the_circle_checker_finds_lazy_and_package_circles():
+    sources = {
+        "kosumi.a": "from kosumi import b",  # the submodule, not the package
+        "kosumi.b": "def f():\n    from .a import x",  # lazy and relative
+        "kosumi.c": "import kosumi.d.e",
+        "kosumi.d": "",
+        "kosumi.d.e": "from kosumi.c import y",
+        "kosumi.f": "from kosumi.d import e",
+    }
+    circles = import_circles(import_graph(sources))
+    assert sorted(circles) == [["kosumi.a", "kosumi.b", "kosumi.a"],
+                               ["kosumi.c", "kosumi.d.e", "kosumi.c"]]
+    assert import_circles(import_graph({"kosumi.a": "from kosumi import b", "kosumi.b": ""})) == []
+
+
+def test_the_source_has_no_import_circles():
+    sources = {module_name(p): p.read_text() for p in sorted(SRC.rglob("*.py"))}
+    circles = import_circles(import_graph(sources))
+    assert circles == [], "\n".join(" -> ".join(c) for c in circles)
 
 
 # ============================================================================ tests mirror modules

@@ -1,7 +1,7 @@
 """Fast paths for the search's hot spots: the C extension ``kosumi._speedups`` when it is built,
 exact numpy/Python fallbacks otherwise (edge devices without a compiler still work).
 
-Six functions, with the same signatures and results in both implementations:
+Five functions, with the same signatures and results in both implementations:
 
 ``legal_mask(board, size, color, ko, suicide_allowed, out=None) -> bytes | out``
     1 where ``color`` may play under simple-ko rules: the point is empty, is not ``ko`` (pass -1
@@ -20,10 +20,6 @@ uint8/int8/bool), row-major from the top-left, values 0 empty / 1 black / 2 whit
 ``2 <= size <= 19``. The board functions return a new ``bytes`` of N*N values, or, given ``out``
 (any writable C-contiguous buffer of N*N one-byte items, e.g. ``np.empty(N*N, np.bool_)``), write
 into it and return ``out``. Bad arguments raise ValueError (TypeError for a non-buffer).
-
-``area_map(board, size, suicide_legal, /) -> bytes``
-    KataGo's area of each point (1 black, 2 white, 0 neither) from Benson's pass-alive analysis
-    of both colours: ``kosumi.go.benson`` documents it and holds the Python version.
 
 ``basic_planes(board, size, color, ko, moves, out, /) -> out``
     The 11 planes of the ``basic`` feature set (``kosumi.nets.features``) for ``color`` to move,
@@ -68,13 +64,11 @@ from kosumi.go.coords import neighbor_table  # coords imports only numpy: no cyc
 __all__ = [
     "HAVE_C",
     "IMPLEMENTATION",
-    "area_map",
     "area_ownership",
     "basic_planes",
     "chain_liberties",
     "legal_mask",
     "masked_softmax",
-    "py_area_map",
     "py_area_ownership",
     "py_basic_planes",
     "py_chain_liberties",
@@ -260,13 +254,6 @@ def py_chain_liberties(board: BufferLike, size: int, out: _Out | None = None) ->
     return _result(res, out)
 
 
-def py_area_map(board: BufferLike, size: int, suicide_legal: bool, /) -> bytes:
-    """Pure-Python version of ``area_map`` (``kosumi.go.benson.area_map_py``)."""
-    from kosumi.go.benson import area_map_py  # benson imports this module: late
-
-    return area_map_py(bytes(board), size, suicide_legal).astype(np.uint8).tobytes()
-
-
 def py_area_ownership(board: BufferLike, size: int, out: _Out | None = None) -> bytes | _Out:
     """Pure-Python version of ``area_ownership`` (the algorithm of ``GameState.area_ownership``)."""
     size, bb = _board(board, size)
@@ -373,6 +360,9 @@ if os.environ.get("KOSUMI_NO_SPEEDUPS", "").strip() in ("", "0"):
     except ImportError:  # not built (no compiler at install time): use the fallbacks
         _c = None
 
+#: the C extension itself (None: not built, or KOSUMI_NO_SPEEDUPS): the modules that own a rule
+#: with a C version take it from here (``go.benson.area_map``)
+C: ModuleType | None = _c
 HAVE_C: bool = _c is not None
 IMPLEMENTATION: str = "c" if HAVE_C else "python"
 
@@ -381,14 +371,11 @@ if _c is None:
     legal_mask = py_legal_mask
     chain_liberties = py_chain_liberties
     area_ownership = py_area_ownership
-    area_map = py_area_map
     basic_planes = py_basic_planes
     masked_softmax = py_masked_softmax
 else:
     legal_mask = _c.legal_mask
     chain_liberties = _c.chain_liberties
     area_ownership = _c.area_ownership
-    # an extension built before area_map existed (an old in-place build) still works
-    area_map = getattr(_c, "area_map", py_area_map)
     basic_planes = _c.basic_planes
     masked_softmax = _c.masked_softmax

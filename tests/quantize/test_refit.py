@@ -16,12 +16,13 @@ from kosumi.nets.formats import read_net
 from kosumi.nets.graph import inference_graph
 from kosumi.nets.quant import QuantScheme, integer_plan
 from kosumi.quantize.calibration import collect_stats
-from kosumi.quantize.ptq import build_quantized, make_acts, quantize_weights
+from kosumi.quantize.ptq import build_quantized, make_acts
 from kosumi.quantize.refit import refit_layers
-from kosumi.quantize.rounding import DAMP
+from kosumi.quantize.rounding import DAMP, quantize_weights
 from kosumi.runtime.bench import bench_states
-from kosumi.runtime.numpy_backend import NumpyBackend, im2col_nhwc
+from kosumi.runtime.numpy_backend import NumpyBackend
 from kosumi.runtime.numpy_int8 import Int8NumpyBackend
+from kosumi.runtime.numpy_ops import im2col_nhwc
 
 
 @pytest.fixture(scope="module")

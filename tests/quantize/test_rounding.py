@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kosumi.quantize.ptq import quantize_weights
-from kosumi.quantize.rounding import gptq_round
-from kosumi.runtime.numpy_backend import im2col_nhwc
+from kosumi.quantize.rounding import gptq_round, quantize_weights
+from kosumi.runtime.numpy_ops import im2col_nhwc
 
 
 def _by_hand_patches(x: np.ndarray, k: int) -> np.ndarray:

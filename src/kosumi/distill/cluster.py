@@ -98,7 +98,6 @@ class TeacherActor:
         return self._state
 
     def ready(self) -> dict[str, Any]:
-        import os
 
         import kosumi
 
@@ -118,14 +117,6 @@ class TeacherActor:
 
     def run(self, work: Callable[[Any, Any], Any], unit: Any) -> Any:
         return work(self._made(), unit)
-
-
-def _actor_device(device: str | None) -> tuple[str | None, float]:
-    """(the device an actor opens its teacher on, the GPUs it asks Ray for): a CUDA device is
-    the actor's own GPU, which Ray shows it as ``cuda:0``."""
-    if device is not None and device.startswith("cuda"):
-        return "cuda", 1.0
-    return device, 0.0
 
 
 def run_in_order(address: str, units: Sequence[Any], payload_of: Callable[[Any], Any],
@@ -196,25 +187,6 @@ def run_in_order(address: str, units: Sequence[Any], payload_of: Callable[[Any],
 
 
 _LOST = object()
-
-
-def run_teacher_units(address: str, units: Sequence[Any], payload_of: Callable[[Any], Any],
-                      work: Callable[[Any, Any], Any], commit: Callable[[Any, Any], None], *,
-                      teacher: str | os.PathLike[str], symmetries: int, threads: int, backend: str,
-                      device: str | None, workers: int | None, teacher_sha256: str | None,
-                      on_workers: Callable[[int, int], None] | None = None) -> None:
-    """``run_in_order`` with a teacher as each actor's state: the model file (``default`` and
-    ``tiny`` resolved) opened with the one-door options, its SHA-256 checked on every worker,
-    a CUDA device one GPU per actor."""
-    from kosumi.distill.teacher_jobs import open_teacher
-    from kosumi.models import resolve_model
-
-    file = str(resolve_model(teacher))
-    on, gpus = _actor_device(device)
-    run_in_order(address, units, payload_of, open_teacher,
-                 (file, symmetries, threads, backend, on), work, commit, workers=workers,
-                 threads=threads, gpus=gpus, teacher_file=file, teacher_sha256=teacher_sha256,
-                 on_workers=on_workers)
 
 
 def _ready(ray: Any, actors: list[Any]) -> list[dict[str, Any]]:

@@ -138,8 +138,6 @@ class TeacherJobs:
         if not units:
             return
         if self.ray is not None:
-            from kosumi.distill.cluster import run_teacher_units
-
             assert not isinstance(self.teacher, Evaluator)  # open() allows Ray for files only
             run_teacher_units(
                 self.ray, units, job_of, work, commit, teacher=self.teacher,
@@ -200,3 +198,30 @@ def _pool_work(work: Callable[[Evaluator, Any], Any], job: Any) -> Any:
 
 __all__ = ["TeacherJobs", "backend_of", "check_workers", "open_teacher", "teacher_identity",
            "uncached"]
+
+
+def _actor_device(device: str | None) -> tuple[str | None, float]:
+    """(the device an actor opens its teacher on, the GPUs it asks Ray for): a CUDA device is
+    the actor's own GPU, which Ray shows it as ``cuda:0``."""
+    if device is not None and device.startswith("cuda"):
+        return "cuda", 1.0
+    return device, 0.0
+
+
+def run_teacher_units(address: str, units: Sequence[Any], payload_of: Callable[[Any], Any],
+                      work: Callable[[Any, Any], Any], commit: Callable[[Any, Any], None], *,
+                      teacher: str | os.PathLike[str], symmetries: int, threads: int, backend: str,
+                      device: str | None, workers: int | None, teacher_sha256: str | None,
+                      on_workers: Callable[[int, int], None] | None = None) -> None:
+    """``distill.cluster.run_in_order`` with a teacher as each actor's state: the model file
+    (``default`` and ``tiny`` resolved) opened with the one-door options, its SHA-256 checked
+    on every worker, a CUDA device one GPU per actor."""
+    from kosumi.distill.cluster import run_in_order
+    from kosumi.models import resolve_model
+
+    file = str(resolve_model(teacher))
+    on, gpus = _actor_device(device)
+    run_in_order(address, units, payload_of, open_teacher,
+                 (file, symmetries, threads, backend, on), work, commit, workers=workers,
+                 threads=threads, gpus=gpus, teacher_file=file, teacher_sha256=teacher_sha256,
+                 on_workers=on_workers)

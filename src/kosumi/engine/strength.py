@@ -86,8 +86,8 @@ def _count(matches: list[str | os.PathLike[str]]) -> dict[str, Any]:
 def strength_row(name: str, model: str | os.PathLike[str],
                  matches: list[str | os.PathLike[str]]) -> dict[str, Any]:
     """One net's row: the games of its matches (it is each match's first engine) summed."""
+    from kosumi.nets.describe import describe_checkpoint_parts
     from kosumi.nets.formats import read_model
-    from kosumi.nets.inspect import describe_checkpoint_parts
 
     if not matches:
         raise KosumiError(f"{name}: no match results given")

@@ -33,6 +33,9 @@ import numpy as np
 from kosumi import accel
 from kosumi.go.coords import neighbor_table
 
+#: the C version of ``area_map`` (None: the extension is not built, or predates it)
+_C_AREA_MAP = getattr(accel.C, "area_map", None)
+
 EMPTY, BLACK, WHITE = 0, 1, 2
 
 
@@ -201,12 +204,15 @@ def area_map(board: bytes | bytearray, size: int, suicide_legal: bool = False) -
 
     ``suicide_legal``: compute pass-aliveness as if multi-stone suicide were legal (KataGo's
     g170 nets were trained with the rules' own setting; kosumi's ``chinese`` preset forbids it).
-    Runs in C through ``kosumi.accel`` when the extension is built, else ``area_map_py``.
+    Runs in C (the extension's ``area_map``, ``kosumi.accel.C``) when it is built, else
+    ``area_map_py``.
     """
     b = bytes(board)
     if len(b) != size * size:
         raise ValueError(f"a {size}x{size} board has {size * size} points, got {len(b)}")
-    return np.frombuffer(accel.area_map(b, size, bool(suicide_legal)), dtype=np.int8).copy()
+    if _C_AREA_MAP is None:
+        return area_map_py(b, size, suicide_legal)
+    return np.frombuffer(_C_AREA_MAP(b, size, bool(suicide_legal)), dtype=np.int8).copy()
 
 
 def area_map_py(board: bytes | bytearray, size: int, suicide_legal: bool = False

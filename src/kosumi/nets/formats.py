@@ -167,7 +167,7 @@ def _sniff_plan(path: Path, head: bytes) -> bool:
 
 register_model_format(ModelFormat(
     "kosumi", "kosumi checkpoint (safetensors with a kosumi_config)", _sniff_kosumi,
-    "kosumi.nets.checkpoint:read_checkpoint", "kosumi.nets.inspect:describe_checkpoint",
+    "kosumi.nets.checkpoint:read_checkpoint", "kosumi.nets.describe:describe_checkpoint",
     "kosumi.nets.checkpoint:write_checkpoint_model", suffix=".safetensors"))
 register_model_format(ModelFormat(
     "katago", "KataGo model (.bin.gz / .txt.gz, model version 8)", _sniff_katago,

@@ -39,6 +39,15 @@ from kosumi.nets.checkpoint import Checkpoint
 from kosumi.nets.config import NetConfig
 from kosumi.nets.fold import fold_batchnorm
 from kosumi.nets.graph import Graph, Node, inference_graph
+from kosumi.nets.onnx_meta import (
+    META_CONFIG,
+    META_EXPORTER,
+    META_FORMAT,
+    META_INT8_WEIGHTS,
+    META_PRECISION,
+    META_SOURCE,
+)
+from kosumi.nets.onnx_weights import form_words, recode_weights
 
 OPSET = 17
 IR_VERSION = 8
@@ -46,9 +55,6 @@ ONNX_FORMAT = "kosumi-onnx"
 EXPORTER_VERSION = "4"  # 2: padded int8 inputs; 3: offset weights; 4: the stream identity
 PRODUCER = "kosumi"
 PRECISIONS = ("fp32", "fp16")  # of a float net; a quantized net's is its scheme's
-META_FORMAT, META_CONFIG, META_PRECISION = "kosumi_format", "kosumi_config", "kosumi_precision"
-META_EXPORTER, META_SOURCE = "kosumi_exporter", "kosumi_source_sha256"
-META_INT8_WEIGHTS = "kosumi_int8_weights"  # the form (nets.onnx_weights); absent: int8
 CONV_CHANNEL_MULTIPLE = 4  # int8 convolutions' input channels are padded to a multiple of it
 
 
@@ -445,8 +451,6 @@ def onnx_bytes(config: NetConfig, tensors: dict[str, np.ndarray], precision: str
     (``nets.onnx_weights.recode_weights``); ``pad_channels`` as in ``onnx_model``."""
     import onnx
 
-    from kosumi.nets.onnx_weights import recode_weights
-
     model = onnx_model(config, tensors, precision, pad_channels=pad_channels)
     if int8_weights != "int8" and is_int8(config):
         recode_weights(model, int8_weights)
@@ -536,7 +540,6 @@ def read_onnx_model(path: str | os.PathLike[str]) -> Checkpoint:
 def describe_onnx(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What ``kosumi inspect`` shows for an ONNX file kosumi exported."""
     from kosumi.nets.features import get_feature_set
-    from kosumi.nets.onnx_weights import form_words
 
     path = Path(path)
     meta, model = _load_meta(path)

@@ -20,7 +20,7 @@ import numpy as np
 
 from kosumi.errors import KosumiError
 from kosumi.nets.config import NetConfig
-from kosumi.nets.onnx import META_CONFIG, META_INT8_WEIGHTS
+from kosumi.nets.onnx_meta import META_CONFIG, META_INT8_WEIGHTS
 
 INT8_WEIGHTS = ("int8", "uint8", "offset")  # how int8 weights are stored (recode_weights)
 #: each form in words, for what kosumi prints

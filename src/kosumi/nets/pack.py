@@ -261,7 +261,7 @@ def read_pack_model(path: str | os.PathLike[str]) -> Checkpoint:
 
 def describe_pack(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What ``kosumi inspect`` shows for a pack."""
-    from kosumi.nets.inspect import describe_checkpoint_parts
+    from kosumi.nets.describe import describe_checkpoint_parts
 
     header, tensors = read_pack(path)
     config = NetConfig.from_dict(header.get("config"), source=f"{path}: pack header config")

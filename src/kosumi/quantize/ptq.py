@@ -58,6 +58,7 @@ from kosumi.nets.quant import (
 from kosumi.quantize.calibration import ValueStats, activation_range, collect_stats
 from kosumi.quantize.equalize import equalize_blocks, equalize_stream, weight_bias_correction
 from kosumi.quantize.judging import compare_outputs, judge_batches, net_outputs
+from kosumi.quantize.rounding import quantize_weights
 
 KEEP_FLOAT_AUTO = "auto"
 ROUNDINGS = ("refit", "gptq", "nearest")  # each tries those after it too
@@ -132,16 +133,6 @@ def _check_float_net(ckpt: Checkpoint, source: str) -> None:
     for name, t in ckpt.tensors.items():
         if t.dtype.kind == "f" and not np.isfinite(t).all():
             raise KosumiError(f"{source}: tensor {name!r} holds NaN or infinite values")
-
-
-def quantize_weights(w: np.ndarray, weight_max: int) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric per output channel: (int8 weights, float32 scales [O])."""
-    o = w.shape[0]
-    flat = w.reshape(o, -1).astype(np.float64)
-    amax = np.abs(flat).max(axis=1)
-    scale = np.where(amax > 0, amax / weight_max, 1.0 / weight_max)
-    q = np.clip(np.rint(flat / scale[:, None]), -weight_max, weight_max).astype(np.int8)
-    return q.reshape(w.shape), scale.astype(np.float32)
 
 
 def make_acts(graph: Graph, stats: dict[str, ValueStats], names: set[str], method: str,

@@ -33,10 +33,16 @@ import numpy as np
 
 from kosumi.nets.checkpoint import Checkpoint
 from kosumi.nets.graph import WEIGHTED_OPS
-from kosumi.quantize.ptq import quantize_weights
-from kosumi.quantize.rounding import DAMP, MIN_ROWS_PER_INPUT, ROWS_PER_BATCH, gptq_round
-from kosumi.runtime.numpy_backend import NumpyBackend, graph_inputs, im2col_nhwc
+from kosumi.quantize.rounding import (
+    DAMP,
+    MIN_ROWS_PER_INPUT,
+    ROWS_PER_BATCH,
+    gptq_round,
+    quantize_weights,
+)
+from kosumi.runtime.numpy_backend import NumpyBackend
 from kosumi.runtime.numpy_int8 import Int8NumpyBackend
+from kosumi.runtime.numpy_ops import graph_inputs, im2col_nhwc
 
 Batches = list[tuple[np.ndarray, np.ndarray | None]]
 

@@ -27,13 +27,24 @@ import numpy as np
 
 from kosumi.go.board import GameState
 from kosumi.nets.graph import WEIGHTED_OPS
-from kosumi.runtime.numpy_backend import im2col_nhwc
+from kosumi.runtime.numpy_ops import im2col_nhwc
 
 DAMP = 0.01  # of the mean diagonal, added to H's diagonal
 ROWS_PER_BATCH = 8192  # input rows (positions x points) sampled per batch and layer
 MIN_ROWS_PER_INPUT = 16  # fewer input rows than this per weight input: H is not known well
 #                          enough to trust (a dense layer on pooled values sees one row per
 #                          position), and the layer is rounded to nearest
+
+
+def quantize_weights(w: np.ndarray, weight_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """Round to nearest, symmetric per output channel: (int8 weights, float32 scales [O]);
+    ``weight_max`` is the largest integer (127, or 63 where VNNI's pairs must not saturate)."""
+    o = w.shape[0]
+    flat = w.reshape(o, -1).astype(np.float64)
+    amax = np.abs(flat).max(axis=1)
+    scale = np.where(amax > 0, amax / weight_max, 1.0 / weight_max)
+    q = np.clip(np.rint(flat / scale[:, None]), -weight_max, weight_max).astype(np.int8)
+    return q.reshape(w.shape), scale.astype(np.float32)
 
 
 def input_hessians(backend: Any, feature_set: Any, states: list[GameState], names: set[str],

@@ -20,27 +20,9 @@ from kosumi.nets.fold import fold_batchnorm
 from kosumi.nets.graph import Graph, Node, inference_graph
 from kosumi.nets.quant import check_quantized_tensors
 from kosumi.runtime.backend import Backend
+from kosumi.runtime.numpy_int8 import Int8NumpyBackend
+from kosumi.runtime.numpy_ops import float_op, graph_inputs
 from kosumi.runtime.options import LoadOptions
-
-
-def im2col_nhwc(x: np.ndarray, k: int) -> np.ndarray:
-    """[B, N, N, C] -> [B*N*N, C*k*k] (zero padding k//2; the weight layout [O, C, k, k])."""
-    b, n, m, c = x.shape
-    if k == 1:
-        return x.reshape(-1, c)
-    p = k // 2
-    xp = np.pad(x, ((0, 0), (p, p), (p, p), (0, 0)))
-    cols = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(1, 2))
-    return cols.reshape(b * n * m, c * k * k)
-
-
-def conv_nhwc(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """x [B,N,N,I] (*) weight [O,I,k,k] + bias, zero padding k//2 -> [B,N,N,O]."""
-    o, i, k, _ = weight.shape
-    b, n, m, _ = x.shape
-    y = im2col_nhwc(x, k) @ weight.reshape(o, i * k * k).T
-    y += bias
-    return y.reshape(b, n, m, o)
 
 
 class NumpyBackend(Backend):
@@ -81,57 +63,6 @@ class NumpyBackend(Backend):
         return float_op(node, xs, self.t, self.dense)
 
 
-def graph_inputs(graph: Graph, planes: np.ndarray, globals: np.ndarray | None
-                 ) -> dict[str, Any]:
-    """The graph's input values: planes channels-last, globals (checked present if needed)."""
-    v: dict[str, Any] = {"planes": np.ascontiguousarray(
-        np.asarray(planes, dtype=np.float32).transpose(0, 2, 3, 1))}
-    if graph.has_globals:
-        if globals is None:
-            raise ValueError("this net needs global inputs")
-        v["globals"] = np.asarray(globals, dtype=np.float32)
-    return v
-
-
-def float_op(node: Node, xs: list[np.ndarray], t: dict[str, np.ndarray],
-             dense: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """One graph op in float32 on channels-last values (``dense``: transposed linear weights,
-    to skip the transpose)."""
-    op = node.op
-    if op == "conv":
-        return conv_nhwc(xs[0], t[f"{node.name}.weight"].astype(np.float32, copy=False),
-                         t[f"{node.name}.bias"].astype(np.float32))
-    if op == "linear":
-        w = dense[node.name] if dense and node.name in dense \
-            else t[f"{node.name}.weight"].astype(np.float32, copy=False).T
-        return xs[0] @ w + t[f"{node.name}.bias"].astype(np.float32)
-    if op == "relu":
-        return np.maximum(xs[0], 0.0)
-    if op == "add":
-        return xs[0] + xs[1]
-    if op == "add_bias":
-        return xs[0] + xs[1][:, None, None, :]
-    if op == "affine":
-        return xs[0] * t[f"{node.name}.scale"] + t[f"{node.name}.bias"]
-    if op == "mean_max":
-        return np.concatenate((xs[0].mean(axis=(1, 2)), xs[0].max(axis=(1, 2))), axis=1)
-    if op == "area":
-        return xs[0][..., 0].sum(axis=(1, 2))[:, None]
-    if op in ("kata_gpool", "kata_vpool"):
-        x, area = xs
-        mean = x.sum(axis=(1, 2)) / area
-        off = np.sqrt(area) - 14.0
-        third = x.max(axis=(1, 2)) if op == "kata_gpool" else mean * (off * off / 100.0 - 0.1)
-        return np.concatenate((mean, mean * (off / 10.0), third), axis=1)
-    if op == "flatten":  # channel-major, as the NCHW graph defines it
-        return xs[0].transpose(0, 3, 1, 2).reshape(xs[0].shape[0], -1)
-    if op == "concat":
-        return np.concatenate(xs, axis=1)
-    if op == "squeeze":
-        return xs[0][:, 0]
-    raise KosumiError(f"numpy backend: unknown op {op!r} in layer {node.name}")
-
-
 def limit_blas_threads(threads: int) -> None:
     """numpy's BLAS (the numpy backend's matrix products) to ``threads`` threads, process-wide:
     its default, one per core, oversubscribes a machine that also runs the other engine of a
@@ -160,8 +91,6 @@ def open_numpy(config: NetConfig, source: dict[str, np.ndarray] | Path,
     if own == "int8":
         if options.precision not in ("auto", "int8"):
             raise KosumiError(f"an int8 net runs in int8 (asked for {options.precision})")
-        from kosumi.runtime.numpy_int8 import Int8NumpyBackend
-
         return Int8NumpyBackend(config, source)
     if options.precision not in ("auto", "fp32", "fp16" if own == "fp16" else "fp32"):
         raise KosumiError(f"the numpy backend runs this net in float (asked for "

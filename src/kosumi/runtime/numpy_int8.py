@@ -37,7 +37,7 @@ from kosumi.nets.quant import (
     scheme_of,
 )
 from kosumi.runtime.backend import Backend
-from kosumi.runtime.numpy_backend import float_op, graph_inputs, im2col_nhwc
+from kosumi.runtime.numpy_ops import float_op, graph_inputs, im2col_nhwc
 
 #: exact float32 products: K * max|q_x| * max|q_w| < 2^24
 EXACT = 2**24

@@ -41,14 +41,13 @@ from kosumi.fileio import atomic_write, user_cache_dir
 from kosumi.nets.config import NetConfig
 from kosumi.nets.onnx import (
     EXPORTER_VERSION,
-    META_INT8_WEIGHTS,
-    META_SOURCE,
     OPSET,
     is_int8,
     onnx_bytes,
     read_onnx_model,
     tensors_sha256,
 )
+from kosumi.nets.onnx_meta import META_INT8_WEIGHTS, META_SOURCE
 from kosumi.nets.onnx_weights import INT8_WEIGHTS
 from kosumi.runtime.backend import Backend
 from kosumi.runtime.options import LoadOptions

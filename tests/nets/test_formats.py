@@ -21,7 +21,6 @@ from kosumi.nets.formats import (
     get_format,
     read_model,
     read_net,
-    writable_formats,
 )
 from kosumi.nets.trt_plan import plan_bytes
 
@@ -46,11 +45,17 @@ def test_the_registry():
     assert get_format("leelaz").suffix == ".txt.gz"
     with pytest.raises(KosumiError, match=r"unknown model format 'caffe'.*known: kosumi"):
         get_format("caffe")
-    assert {f.name for f in writable_formats()} == {"kosumi", "leelaz", "pack", "onnx",
-                                                   "tensorrt"}  # KataGo is read only
     assert {f.name for f in MODEL_FORMATS if f.native} == {"onnx", "tensorrt"}
-    with pytest.raises(KosumiError, match="cannot write KataGo"):
-        get_format("katago").writer()
+
+
+def test_export_writes_registered_formats_and_katago_is_read_only(tmp_path):
+    from kosumi.export import WRITERS, export_formats, export_model
+
+    assert set(WRITERS) == {"kosumi", "leelaz", "pack", "onnx", "tensorrt"}
+    assert export_formats()["pack"] == get_format("pack").description
+    with pytest.raises(KosumiError, match=r"unknown export format 'katago' \(known: kosumi"):
+        export_model("tiny", "katago", tmp_path / "x.bin.gz")
+    assert not (tmp_path / "x.bin.gz").exists()
 
 
 def test_each_file_is_claimed_by_the_format_that_made_it(tmp_path, random_net):
@@ -79,7 +84,7 @@ def test_each_file_is_claimed_by_the_format_that_made_it(tmp_path, random_net):
 def test_katago_is_claimed_as_katago(katago_model):
     fmt = detect_format(katago_model)
     assert fmt.name == "katago"
-    assert fmt.describe_file(katago_model)["format"] == "KataGo binary (gzip)"
+    assert fmt.describe(katago_model)["format"] == "KataGo binary (gzip)"
 
 
 def test_what_no_format_claims(tmp_path):

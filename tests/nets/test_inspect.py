@@ -122,12 +122,16 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
             describe_model(path)
 
 
+def unreadable(path):
+    raise AssertionError("describing a model does not read its tensors")
+
+
 def test_registry_and_formatting(tmp_path, monkeypatch):
     monkeypatch.setattr(formats, "MODEL_FORMATS", list(formats.MODEL_FORMATS))
     path = tmp_path / "model.fake"
     path.write_bytes(b"FAKE-ish")
     register_model_format(ModelFormat(
-        "fake", "fake format", lambda p, head: head.startswith(b"FAKE"), "no.such:reader",
+        "fake", "fake format", lambda p, head: head.startswith(b"FAKE"), unreadable,
         lambda p: {"format": "fake", "version": 3, "channels": {"trunk": 8, "mid": 4},
                    "heads": {"policy": "points"}, "board_sizes": [9, 19]}), first=True)
     info = describe_model(path)

@@ -87,14 +87,14 @@ def strength_row(name: str, model: str | os.PathLike[str],
                  matches: list[str | os.PathLike[str]]) -> dict[str, Any]:
     """One net's row: the games of its matches (it is each match's first engine) summed."""
     from kosumi.nets.describe import describe_checkpoint_parts
-    from kosumi.nets.formats import read_model
+    from kosumi.nets.formats import read_model_file
 
     if not matches:
         raise KosumiError(f"{name}: no match results given")
-    fmt, ckpt = read_model(model)
+    file = resolve_model(model)
+    fmt, ckpt = read_model_file(file)
     counts = _count(matches)
     elo = elo_estimate(counts["wins"], counts["draws"], counts["losses"])
-    file = resolve_model(model)
     return {"name": name, "model": str(model),
             "sha256": hashlib.sha256(file.read_bytes()).hexdigest(), "arch": ckpt.config.arch,
             "params": describe_checkpoint_parts(ckpt.config, ckpt.tensors,

@@ -8,15 +8,14 @@ Each ``ModelFormat`` has
                                         ``.onnx`` file -- gives its config and no tensors: a
                                         backend runs the file itself)
     describe(path) -> dict              what ``kosumi inspect`` shows (see ``nets.inspect``)
-    write(checkpoint, out, **options) -> str   an export target (None if the format is read
-                                        only), returning a one-line summary
 
-Functions are given as lazily imported ``"module:function"`` strings, so that importing this
-registry imports neither torch nor onnx. Formats are tried in order (``first=True`` to be tried
-before the others): a file no format claims gives one line, ``FILE: unsupported model format
-(known: ...)``. Built in: kosumi checkpoints, KataGo models, Leela Zero weights, ONNX files with
-kosumi metadata and kosumi TensorRT plans. ``runtime.load_evaluator`` opens any of them,
-``kosumi inspect`` describes them and ``kosumi export`` writes the writable ones.
+The functions are the format modules' own (numpy only: importing this registry imports neither
+torch nor onnx, which those modules import when a file needs them). Formats are tried in order
+(``first=True`` to be tried before the others): a file no format claims gives one line,
+``FILE: unsupported model format (known: ...)``. Built in: kosumi checkpoints, KataGo models,
+Leela Zero weights, kosumi packs, ONNX files with kosumi metadata and kosumi TensorRT plans.
+``runtime.load_evaluator`` opens any of them, ``kosumi inspect`` describes them; which of them
+``kosumi export`` writes is the export layer's (``kosumi.export.WRITERS``).
 """
 
 from __future__ import annotations
@@ -28,12 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from kosumi.errors import KosumiError
-from kosumi.lazy import resolve
-from kosumi.nets.checkpoint import Checkpoint
+from kosumi.nets.checkpoint import Checkpoint, read_checkpoint, sniff_checkpoint
+from kosumi.nets.describe import describe_checkpoint
+from kosumi.nets.katago import describe_katago, is_katago_file, read_katago_model
+from kosumi.nets.leelaz import describe_leelaz, read_leelaz_model, sniff_leelaz
+from kosumi.nets.onnx import describe_onnx, read_onnx_model, sniff_onnx
+from kosumi.nets.pack import describe_pack, read_pack_model, sniff_pack
+from kosumi.nets.trt_plan import describe_plan, read_plan_model, sniff_plan
 
 SNIFF_BYTES = 4096
-
-Fn = str | Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -43,22 +45,10 @@ class ModelFormat:
     name: str
     description: str
     sniff: Callable[[Path, bytes], bool]
-    read: Fn
-    describe: Fn
-    write: Fn | None = None
+    read: Callable[[Path], Checkpoint]
+    describe: Callable[[Path], dict[str, Any]]
     native: bool = False  # a runtime artefact: backends run the file, it has no tensors to read
     suffix: str = ""  # the usual file name ending, for messages and defaults
-
-    def read_model(self, path: Path) -> Checkpoint:
-        return resolve(self.read, f"model format {self.name!r}")(path)
-
-    def describe_file(self, path: Path) -> dict[str, Any]:
-        return resolve(self.describe, f"model format {self.name!r}")(path)
-
-    def writer(self) -> Callable[..., str]:
-        if self.write is None:
-            raise KosumiError(f"kosumi cannot write {self.description} files")
-        return resolve(self.write, f"export format {self.name!r}")
 
 
 MODEL_FORMATS: list[ModelFormat] = []
@@ -81,10 +71,6 @@ def get_format(name: str) -> ModelFormat:
                       f"{', '.join(f.name for f in MODEL_FORMATS)})")
 
 
-def writable_formats() -> list[ModelFormat]:
-    return [f for f in MODEL_FORMATS if f.write is not None]
-
-
 def _head(path: Path) -> bytes:
     try:
         with open(path, "rb") as f:
@@ -100,7 +86,11 @@ def detect_format(path: str | os.PathLike[str]) -> ModelFormat:
     KosumiError if none does or the file cannot be read."""
     from kosumi.models import resolve_model
 
-    path = resolve_model(path)
+    return detect_file_format(resolve_model(path))
+
+
+def detect_file_format(path: Path) -> ModelFormat:
+    """``detect_format`` of a file path (``default`` and ``tiny`` already resolved)."""
     head = _head(path)
     for fmt in MODEL_FORMATS:
         if fmt.sniff(path, head):
@@ -113,9 +103,13 @@ def read_model(path: str | os.PathLike[str]) -> tuple[ModelFormat, Checkpoint]:
     """Detect the format and read the file: (format, the net in memory)."""
     from kosumi.models import resolve_model
 
-    path = resolve_model(path)
-    fmt = detect_format(path)
-    return fmt, fmt.read_model(path)
+    return read_model_file(resolve_model(path))
+
+
+def read_model_file(path: Path) -> tuple[ModelFormat, Checkpoint]:
+    """``read_model`` of a file path (``default`` and ``tiny`` already resolved)."""
+    fmt = detect_file_format(path)
+    return fmt, fmt.read(path)
 
 
 def read_net(path: str | os.PathLike[str], what: str = "read") -> Checkpoint:
@@ -129,62 +123,33 @@ def read_net(path: str | os.PathLike[str], what: str = "read") -> Checkpoint:
 
 
 # ---------------------------------------------------------------------------- sniffers
+# ---------------------------------------------------------------------------- the built-in formats
 def _sniff_kosumi(path: Path, head: bytes) -> bool:
-    from kosumi.nets.checkpoint import sniff_checkpoint
-
     return sniff_checkpoint(path)
 
 
 def _sniff_katago(path: Path, head: bytes) -> bool:
-    from kosumi.nets.katago import is_katago_file
-
     return is_katago_file(path)  # reads (and un-gzips) the header itself
 
 
 def _sniff_leelaz(path: Path, head: bytes) -> bool:
-    from kosumi.nets.leelaz import sniff_leelaz
-
     return sniff_leelaz(head)
-
-
-def _sniff_pack(path: Path, head: bytes) -> bool:
-    from kosumi.nets.pack import sniff_pack
-
-    return sniff_pack(path, head)
-
-
-def _sniff_onnx(path: Path, head: bytes) -> bool:
-    from kosumi.nets.onnx import sniff_onnx
-
-    return sniff_onnx(path, head)
-
-
-def _sniff_plan(path: Path, head: bytes) -> bool:
-    from kosumi.nets.trt_plan import sniff_plan
-
-    return sniff_plan(path, head)
 
 
 register_model_format(ModelFormat(
     "kosumi", "kosumi checkpoint (safetensors with a kosumi_config)", _sniff_kosumi,
-    "kosumi.nets.checkpoint:read_checkpoint", "kosumi.nets.describe:describe_checkpoint",
-    "kosumi.nets.checkpoint:write_checkpoint_model", suffix=".safetensors"))
+    read_checkpoint, describe_checkpoint, suffix=".safetensors"))
 register_model_format(ModelFormat(
     "katago", "KataGo model (.bin.gz / .txt.gz, model version 8)", _sniff_katago,
-    "kosumi.nets.katago:read_katago_model", "kosumi.nets.katago:describe_katago",
-    suffix=".bin.gz"))
+    read_katago_model, describe_katago, suffix=".bin.gz"))
 register_model_format(ModelFormat(
     "leelaz", "Leela Zero text weights (version 1 or 2, plain or gzip)", _sniff_leelaz,
-    "kosumi.nets.leelaz:read_leelaz_model", "kosumi.nets.leelaz:describe_leelaz",
-    "kosumi.nets.leelaz:write_leelaz_model", suffix=".txt.gz"))
+    read_leelaz_model, describe_leelaz, suffix=".txt.gz"))
 register_model_format(ModelFormat(
-    "pack", "kosumi pack (.kpk)", _sniff_pack, "kosumi.nets.pack:read_pack_model",
-    "kosumi.nets.pack:describe_pack", "kosumi.export.pack:write_pack_model", suffix=".kpk"))
+    "pack", "kosumi pack (.kpk)", sniff_pack, read_pack_model, describe_pack, suffix=".kpk"))
 register_model_format(ModelFormat(
-    "onnx", "ONNX model with kosumi metadata (.onnx)", _sniff_onnx,
-    "kosumi.nets.onnx:read_onnx_model", "kosumi.nets.onnx:describe_onnx",
-    "kosumi.nets.onnx:write_onnx_model", native=True, suffix=".onnx"))
+    "onnx", "ONNX model with kosumi metadata (.onnx)", sniff_onnx, read_onnx_model,
+    describe_onnx, native=True, suffix=".onnx"))
 register_model_format(ModelFormat(
-    "tensorrt", "kosumi TensorRT engine (.plan)", _sniff_plan,
-    "kosumi.nets.trt_plan:read_plan_model", "kosumi.nets.trt_plan:describe_plan",
-    "kosumi.export.tensorrt:write_plan_model", native=True, suffix=".plan"))
+    "tensorrt", "kosumi TensorRT engine (.plan)", sniff_plan, read_plan_model, describe_plan,
+    native=True, suffix=".plan"))

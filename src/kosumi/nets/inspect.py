@@ -30,15 +30,15 @@ from kosumi.errors import KosumiError
 def describe_model(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Describe any supported model file (see the module docstring). Raises KosumiError."""
     from kosumi.models import resolve_model
-    from kosumi.nets.formats import detect_format
+    from kosumi.nets.formats import detect_file_format
 
     path = resolve_model(path)
-    fmt = detect_format(path)
+    fmt = detect_file_format(path)
     try:
         size = Path(path).stat().st_size
     except OSError as e:
         raise KosumiError(f"{path}: cannot read model file ({e.strerror or e})") from None
-    return {"file": str(path), "file_bytes": size, **fmt.describe_file(path)}
+    return {"file": str(path), "file_bytes": size, **fmt.describe(path)}
 
 
 # ---------------------------------------------------------------------------- text form

@@ -36,13 +36,11 @@ def quantize_model(source: str | os.PathLike[str], out: str | os.PathLike[str],
     ``|q| <= zero`` to zero, biases corrected on the calibration positions
     (``quantize.zeroing``); the agreement is measured again after it."""
     from kosumi.fileio import output_errors
-    from kosumi.models import resolve_model
     from kosumi.nets.checkpoint import save_checkpoint
     from kosumi.nets.formats import read_net
     from kosumi.quantize.calibration import check_sizes, read_calibration, spread
 
-    path = resolve_model(source)
-    ckpt = read_net(path, what="quantize")
+    ckpt = read_net(source, what="quantize")
     states: list[GameState] = []
     if qat_data is not None and calib is None:
         calib = qat_data  # a label folder is a calibration set too

@@ -115,11 +115,10 @@ def _open(model: str, backend: str, plan: BenchPlan) -> Any:
 def _resolved_backend(model: str, backend: str, plan: BenchPlan) -> str:
     if backend != "auto":
         return backend
-    from kosumi.models import resolve_model
     from kosumi.nets.formats import detect_format
     from kosumi.runtime.backend import choose_backend
 
-    fmt = detect_format(resolve_model(model))
+    fmt = detect_format(model)
     options = LoadOptions(threads=plan.threads, device=plan.device)
     return choose_backend(fmt.name, fmt.native, options)[0]
 

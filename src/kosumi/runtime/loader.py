@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kosumi.errors import KosumiError
 from kosumi.models import embedded_name, resolve_model
-from kosumi.nets.formats import ModelFormat, detect_format, read_model
+from kosumi.nets.formats import ModelFormat, detect_format, read_model_file
 from kosumi.runtime.backend import choose_backend, make_backend
 from kosumi.runtime.evaluator import CachedEvaluator, Evaluator
 from kosumi.runtime.options import LoadOptions
@@ -33,7 +33,7 @@ def open_evaluator(path: str | os.PathLike[str], options: LoadOptions,
     from kosumi.runtime.net_evaluator import NetEvaluator
 
     path = resolve_model(path)
-    fmt, model = read_model(path)
+    fmt, model = read_model_file(path)
     source = path if fmt.native else model.tensors
     try:  # name the file in every refusal
         if options.backend == "auto":

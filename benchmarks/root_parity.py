@@ -1,7 +1,7 @@
 """Ruling out plain faults: kosumi's search and KataGo's, same net, same positions, same visits.
 
     python benchmarks/root_parity.py [--model PATH] [--visits 100] [--positions 40]
-                                     [--sizes 9,19] [--out report.json]
+                                     [--sizes 9,19] [--baseline] [--out report.json]
 
 On KataGo's reference positions (``../shared/reference``), both engines search each position
 with ``kata-genmove_analyze`` (kosumi gtp with the g170 net read by kosumi's loader; KataGo with
@@ -10,7 +10,9 @@ move, the best move's win rate and score lead (for the side to move), the share 
 it. The raw net is compared beside it (``kata-raw-nn 0`` against kosumi's evaluator at the
 identity symmetry): a sign, side-to-move, komi or no-result slip in how kosumi's search reads
 KataGo's heads would show as win rates or leads that disagree in sign or size. KataGo evaluates
-each node under a random symmetry, so the searches differ by noise even where nothing is wrong.
+each node under a random symmetry, so the searches differ by noise even where nothing is wrong;
+``--baseline`` measures that noise: a second KataGo process in kosumi's place (the "kosumi"
+columns are then that KataGo's).
 Prints one JSON object (and writes it to ``--out``). KataGo needs ``apt-get install -y libzip4``.
 """
 
@@ -104,6 +106,8 @@ def main() -> int:
     ap.add_argument("--visits", type=int, default=100)
     ap.add_argument("--positions", type=int, default=40, help="per board size")
     ap.add_argument("--sizes", default="9,19")
+    ap.add_argument("--baseline", action="store_true",
+                    help="a second KataGo in kosumi's place: the agreement of KataGo with itself")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if not KATAGO.exists() or not REFERENCE.exists():
@@ -115,8 +119,11 @@ def main() -> int:
                   "--resign-threshold", "0"]
     katago_cmd = [str(KATAGO), "gtp", "-model", str(args.model), "-config", str(KATAGO_CFG),
                   "-override-config", f"maxVisits={args.visits}"]
+    if args.baseline:
+        kosumi_cmd = katago_cmd
     ev = load_evaluator(str(args.model), threads=1, cache=False)
-    report: dict = {"model": args.model.name, "visits": args.visits}
+    report: dict = {"model": args.model.name, "visits": args.visits,
+                    "first": "katago" if args.baseline else "kosumi"}
     try:
         with GTPProcess(kosumi_cmd, name="kosumi") as kos, \
                 GTPProcess(katago_cmd, name="katago") as kata:

@@ -9,6 +9,7 @@ import pytest
 
 from kosumi.engine import puct
 from kosumi.engine.mcts import MCTS, SearchConfig
+from kosumi.engine.puct import F_N, NF
 from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, PASS, RESIGN, WHITE, point_to_vertex, vertex_to_point
 from kosumi.runtime.evaluator import Evaluation, Evaluator, UniformEvaluator
@@ -254,3 +255,64 @@ def test_the_subtree_bias_buckets_follow_the_tree():
     off = MCTS(UniformEvaluator(), SearchConfig(visits=50, seed=1, subtree_bias_factor=0.0))
     off.search(GameState(7, 7.5))
     assert off._bias_table == {}
+
+
+class CountingEvaluator(UniformEvaluator):
+    """UniformEvaluator that counts the positions it evaluates, and their keys."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keys: list[tuple] = []
+
+    def evaluate(self, states):
+        self.keys += [(bytes(s.board), s.to_move, s.ko, s.passes, len(s.moves)) for s in states]
+        return super().evaluate(states)
+
+
+def _all_nodes(root):
+    return MCTS._reachable(root)
+
+
+def test_graph_search_shares_transpositions_and_evaluates_each_position_once():
+    """On an open 5x5 board moves commute, so many positions are reached by two move orders.
+    With graph search each position is evaluated once (the oracle: the evaluator's own log of
+    boards), a node reached twice has two parents, each parent's record of it is an edge (no
+    more visits than the node, the node's current values), and every node's visits are its
+    own evaluation plus its edges'. Without it the same positions are evaluated again."""
+    counts = {}
+    for graph in (True, False):
+        ev = CountingEvaluator()
+        mcts = MCTS(ev, SearchConfig(visits=600, batch=1, seed=3, graph_search=graph, **NO_NET))
+        mcts.search(GameState(5, 0.5))
+        nodes = _all_nodes(mcts._root)
+        counts[graph] = (len(ev.keys), len(set(ev.keys)))
+        shared = [n for n in nodes if n.parents > 1]
+        if not graph:
+            assert not shared
+            continue
+        assert len(ev.keys) == len(set(ev.keys))  # no position evaluated twice
+        assert shared
+        for node in nodes:
+            assert node.agg[F_N] == 1 + sum(node.st[k * NF + F_N]
+                                             for k in range(len(node.st) // NF))
+            for k, child in enumerate(node.children):
+                if child is None or child.parents == 1 or k * NF >= len(node.st):
+                    continue
+                rec = node.st[k * NF: (k + 1) * NF]
+                assert 0 < rec[F_N] <= child.agg[F_N]
+                assert rec[puct.F_U] == pytest.approx(child.agg[puct.F_U], abs=1e-12)
+    assert counts[False][0] > counts[False][1]  # the tree evaluates transpositions again
+    assert counts[True][0] < counts[False][0]
+
+
+def test_graph_search_keeps_transpositions_through_tree_reuse():
+    """After a move the transposition table holds exactly the kept nodes."""
+    state = GameState(5, 0.5)
+    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=300, batch=1, seed=4, **NO_NET))
+    move, _ = mcts.genmove(state)
+    state.play(move)
+    mcts._find_root(state)
+    kept = _all_nodes(mcts._root)
+    assert {id(n) for n in mcts._nodes.values()} <= {id(n) for n in kept}
+    assert all(mcts._nodes[n.gkey] is n for n in kept if n.gkey is not None)
+    assert mcts._nodes[mcts._graph_key(state)] is mcts._root

@@ -85,6 +85,7 @@ class SearchConfig:
     resign_consecutive: int = 3  # ... for this many of its own moves in a row
     resign_opening: float = 0.2  # never in the first resign_opening * N*N moves of a game
     reuse_tree: bool = True
+    graph_search: bool = True  # transpositions share one node (KataGo's useGraphSearch)
     seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -233,14 +234,18 @@ class Node:
         "bias_gen",
         "bias_key",
         "children",
+        "first_parent",
+        "gkey",
         "moves",
         "own",
         "own_key",
         "own_n",
         "own_sum",
+        "parents",
         "pending",
         "priors",
         "score_stdev",
+        "shared_slots",
         "sign",
         "st",
         "state",
@@ -266,6 +271,13 @@ class Node:
         self.bias_key: tuple | None = None  # its subtree value bias bucket (None: none)
         self.bias: array[float] | None = None  # that bucket in this search's table
         self.bias_gen = -1  # the table generation ``bias`` belongs to
+        # graph search: the position's key in the transposition table (None: not in it), how
+        # many parents link to it, the first one's (node, slot), and the slots of this node's
+        # children that have other parents too (their records are edges: see _sync_edge)
+        self.gkey: tuple | None = None
+        self.parents = 1
+        self.first_parent: tuple[Node, int] | None = None
+        self.shared_slots: list[int] | None = None
 
     @property
     def expanded(self) -> bool:
@@ -329,6 +341,7 @@ class MCTS:
         # table; see _free_bias), a new generation on clear() or past BIAS_TABLE_MAX buckets
         self._bias_table: dict[tuple, array[float]] = {}
         self._bias_gen = 0
+        self._nodes: dict[tuple, Node] = {}  # graph search: position key -> its node
         self._low_streak = 0  # own moves in a row with the win rate below resign_threshold
 
     # ------------------------------------------------------------------ tree reuse
@@ -340,6 +353,7 @@ class MCTS:
         self._root = None
         self._root_key = None
         self._low_streak = 0
+        self._nodes = {}
         self._new_bias_table()
 
     def _new_bias_table(self) -> None:
@@ -369,36 +383,55 @@ class MCTS:
         if root is None:
             root = Node(state.copy())
             self._new_bias_table()
+            self._nodes = {}
+            if cfg.graph_search:
+                root.gkey = self._graph_key(root.state)
+                self._nodes[root.gkey] = root
         elif self._root is not None and root is not self._root:
             self._free_bias(self._root, root)
         self._root, self._root_key = root, key
         return root
 
-    def _free_bias(self, old_root: Node, new_root: Node) -> None:
-        """The tree moves down to ``new_root``: every other node of the old tree is discarded
-        and takes ``subtree_bias_free_prop`` of its share back from its bucket, and only the
-        buckets a kept node still uses stay in the table (KataGo's subtreeValueBiasFreeProp
-        and its table clean-up after the tree is pruned)."""
-        gen, free = self._bias_gen, self.config.subtree_bias_free_prop
-        stack = [old_root]
+    @staticmethod
+    def _graph_key(state: GameState) -> tuple:
+        """A position's transposition key: the stones (Zobrist hash), the side to move, the ko
+        ban, the passes in a row and the move number (so the graph has no cycles: a repeated
+        position later in the game is another node)."""
+        return (state.hash, state.to_move, state.ko, state.ko_color, state.passes,
+                len(state.moves))
+
+    @staticmethod
+    def _reachable(root: Node) -> list[Node]:
+        """Every node under ``root``, each once (transpositions make the tree a graph)."""
+        seen, out, stack = {id(root)}, [root], [root]
         while stack:
-            node = stack.pop()
-            if node is new_root:
-                continue
-            bias = node.bias
-            if bias is not None and node.bias_gen == gen and free:
+            for c in stack.pop().children:
+                if c is not None and id(c) not in seen:
+                    seen.add(id(c))
+                    out.append(c)
+                    stack.append(c)
+        return out
+
+    def _free_bias(self, old_root: Node, new_root: Node) -> None:
+        """The tree moves down to ``new_root``: every node of the old tree that the new one does
+        not reach is discarded and takes ``subtree_bias_free_prop`` of its share back from its
+        bucket, and only the buckets a kept node still uses stay in the table (KataGo's
+        subtreeValueBiasFreeProp and its table clean-up after the tree is pruned); the
+        transposition table keeps the kept nodes."""
+        gen, free = self._bias_gen, self.config.subtree_bias_free_prop
+        kept = self._reachable(new_root)
+        kept_ids = {id(n) for n in kept}
+        if free:
+            for node in self._reachable(old_root):
+                bias = node.bias
+                if id(node) in kept_ids or bias is None or node.bias_gen != gen:
+                    continue
                 own = node.own
                 bias[puct.B_DELTA] -= free * own[puct.O_BIAS_DELTA]
                 bias[puct.B_WEIGHT] -= free * own[puct.O_BIAS_WEIGHT]
-            stack.extend(c for c in node.children if c is not None)
-        kept: dict[tuple, array[float]] = {}
-        stack = [new_root]
-        while stack:
-            node = stack.pop()
-            if node.bias is not None and node.bias_gen == gen and node.bias_key is not None:
-                kept[node.bias_key] = node.bias
-            stack.extend(c for c in node.children if c is not None)
-        self._bias_table = kept
+        self._bias_table = {n.bias_key: n.bias for n in kept
+                            if n.bias is not None and n.bias_gen == gen and n.bias_key is not None}
+        self._nodes = {n.gkey: n for n in kept if n.gkey is not None}
 
     # ------------------------------------------------------------------ evaluations
     def _own_utility(self, wl: float, mean: float, stdev: float, size: int) -> float:
@@ -495,21 +528,61 @@ class MCTS:
                 st = node.state.copy()
                 move = policy_move(int(node.moves[i]), st.size)
                 st.play(move, trusted=True)
-                child = Node(st)
-                child.bias_key = bias_key(node.state, move)
-                node.children[i] = child
                 if st.passes >= self._ending_passes:  # the game is over
+                    child = node.children[i] = Node(st)
+                    child.bias_key = bias_key(node.state, move)
                     self._set_terminal(child)
                     return path, child
-                child.pending = True
-                return path, child
+                gkey = self._graph_key(st) if self.config.graph_search else None
+                other = None if gkey is None else self._nodes.get(gkey)
+                if other is None or other.pending or not other.expanded:
+                    child = node.children[i] = Node(st)
+                    child.bias_key = bias_key(node.state, move)
+                    child.first_parent = (node, i)
+                    if gkey is not None and other is None:
+                        child.gkey = gkey
+                        self._nodes[gkey] = child
+                    child.pending = True
+                    return path, child
+                child = node.children[i] = other  # a transposition: this edge joins it
+                self._link(node, i, other)
             if child.terminal:
                 return path, child
             if child.pending:
                 self._revert(path)
                 return path, None
+            if child.parents > 1 and node.st[i * NF + F_N] < child.agg[F_N]:
+                return path, child  # the edge catches up with the node: no new evaluation
             node = child
             is_root = 0.0
+
+    @staticmethod
+    def _link(parent: Node, slot: int, child: Node) -> None:
+        """A second (third...) parent's edge to ``child``: the records of both the new edge and
+        the first parent's are edges from now on (see _sync_edge)."""
+        child.parents += 1
+        for up, i in ((parent, slot), child.first_parent or (parent, slot)):
+            if up.shared_slots is None:
+                up.shared_slots = []
+            if i not in up.shared_slots:
+                up.shared_slots.append(i)
+
+    @staticmethod
+    def _sync_edge(parent: Node, slot: int, child: Node, edge_visits: float) -> None:
+        """The parent's record of a child that other parents share: the child's current
+        statistics, with the edge's own visit count and the child's weights scaled to it
+        (KataGo's graph search weighs a child by its edge's share of the child's visits)."""
+        b = slot * NF
+        st = parent.st
+        vl = st[b + F_VL]
+        st[b: b + NF] = child.agg
+        st[b + F_VL] = vl
+        n = child.agg[F_N]
+        if 0.0 < edge_visits < n:
+            share = edge_visits / n
+            st[b + F_N] = edge_visits
+            st[b + F_W] *= share
+            st[b + F_W2] *= share
 
     @staticmethod
     def _try_both_endings(node: Node, i: int) -> int:
@@ -532,13 +605,21 @@ class MCTS:
         for node, i in path:
             node.st[i * NF + F_VL] -= 1.0
 
-    def _backup(self, path: list[tuple[Node, int]], leaf: Node) -> None:
+    def _backup(self, path: list[tuple[Node, int]], leaf: Node, catchup: bool = False) -> None:
         """Recompute the leaf and every node above it, each from its children's records and
-        its own evaluation, and release the path's virtual losses."""
+        its own evaluation, and release the path's virtual losses. ``catchup``: the leaf is a
+        transposition reached by an edge with fewer visits than it has; the edge gains a visit
+        of the leaf's current value and the leaf is left as it is (KataGo's graph search)."""
         update, params, key = puct.update_node, self._params, self._search_id
         gen = self._bias_gen
+        # the visits of the path's edges into shared children, before this playout
+        edges = [node.st[i * NF + F_N] if node.shared_slots and i in node.shared_slots else -1.0
+                 for node, i in path]
         parent, slot = path[-1]
-        if leaf.terminal:
+        if catchup:
+            self._sync_edge(parent, slot, leaf, edges[-1] + 1.0)
+            parent.st[slot * NF + F_VL] -= 1.0
+        elif leaf.terminal:
             if leaf.own_key != key:
                 self._set_terminal(leaf)
             self._terminal_visit(leaf, parent, slot)
@@ -546,15 +627,25 @@ class MCTS:
             bias = leaf.bias if leaf.bias_gen == gen else self._bias_of(leaf)
             update(leaf.st, leaf.priors, leaf.own, params, leaf.sign, leaf.agg, parent.st,
                    slot, 1.0, bias)
+            if edges[-1] >= 0.0:
+                self._sync_edge(parent, slot, leaf, edges[-1] + 1.0)
         for j in range(len(path) - 1, -1, -1):
-            node = path[j][0]
+            node, through = path[j]
             if node.own_key != key:
                 self._refresh_own(node)
+            if node.shared_slots:  # the other parents' playouts may have moved these children
+                children, st = node.children, node.st
+                for k in node.shared_slots:
+                    other = children[k]
+                    if k != through and other is not None and k * NF < len(st):
+                        self._sync_edge(node, k, other, st[k * NF + F_N])
             bias = node.bias if node.bias_gen == gen else self._bias_of(node)
             if j:
                 up, i = path[j - 1]
                 update(node.st, node.priors, node.own, params, node.sign, node.agg, up.st, i,
                        1.0, bias)
+                if edges[j - 1] >= 0.0:
+                    self._sync_edge(up, i, node, edges[j - 1] + 1.0)
             else:
                 update(node.st, node.priors, node.own, params, node.sign, node.agg, None, 0,
                        0.0, bias)
@@ -693,16 +784,21 @@ class MCTS:
             if leaf.terminal:
                 self._backup(path, leaf)
                 continue
+            if not leaf.pending:  # a transposition the edge catches up with
+                self._backup(path, leaf, catchup=True)
+                continue
             leaves.append((path, leaf))
         if not leaves:
             return
         try:
             evals = self.evaluator.evaluate([leaf.state for _, leaf in leaves])
         except BaseException:
-            for path, _ in leaves:  # as if these playouts had never started
+            for path, leaf in leaves:  # as if these playouts had never started
                 self._revert(path)
                 parent, i = path[-1]
                 parent.children[i] = None
+                if leaf.gkey is not None and self._nodes.get(leaf.gkey) is leaf:
+                    del self._nodes[leaf.gkey]
             raise
         for (_, leaf), ev in zip(leaves, evals, strict=True):
             self._expand(leaf, ev)

@@ -316,3 +316,66 @@ def test_graph_search_keeps_transpositions_through_tree_reuse():
     assert {id(n) for n in mcts._nodes.values()} <= {id(n) for n in kept}
     assert all(mcts._nodes[n.gkey] is n for n in kept if n.gkey is not None)
     assert mcts._nodes[mcts._graph_key(state)] is mcts._root
+
+
+def _paths_to(root, target, limit=4):
+    """Up to ``limit`` move sequences (policy indices) from ``root`` to ``target``."""
+    out, stack = [], [(root, [])]
+    while stack and len(out) < limit:
+        node, moves = stack.pop()
+        if node is target:
+            out.append(moves)
+            continue
+        for k, child in enumerate(node.children):
+            if child is not None:
+                stack.append((child, [*moves, int(node.moves[k])]))
+    return out
+
+
+def test_a_transposition_keeps_each_path_history():
+    """A shared node's state holds the move order that made it; reached as the game's root by
+    the other order, the root takes the game's own history (the net's last-move planes), and a
+    new leaf under a shared node is the path's own position. Under positional superko, where
+    the path decides which moves are legal, there is no sharing."""
+    state = GameState(5, 0.5)
+    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=800, batch=1, seed=3, **NO_NET))
+    mcts.search(state)
+    shared = [n for n in _all_nodes(mcts._root) if n.parents > 1 and n.expanded]
+    node = max(shared, key=lambda n: n.agg[F_N])
+    orders = [p for p in _paths_to(mcts._root, node) if
+              [(c, m) for c, m in node.state.moves] !=
+              [(BLACK if k % 2 == 0 else WHITE, m) for k, m in enumerate(p)]]
+    assert orders, "a second move order to the shared node"
+    game = state.copy()
+    for m in orders[0]:
+        game.play(m)
+    root = mcts._find_root(game)
+    assert root is node and root.state.moves == game.moves
+    assert bytes(root.state.board) == bytes(game.board)
+    leaf = MCTS._replay_path(mcts._root, [])
+    assert leaf.moves == game.moves
+    superko = MCTS(UniformEvaluator(), SearchConfig(visits=400, batch=1, seed=3, **NO_NET))
+    superko.search(GameState(5, 0.5, "tromp-taylor"))
+    assert not any(n.parents > 1 for n in _all_nodes(superko._root)) and not superko._nodes
+
+
+def test_the_graph_holds_no_reference_cycles():
+    """The search runs with the cyclic GC off: an old tree must go by reference counting alone
+    once the tree moves down (parents are linked weakly)."""
+    import gc
+    import weakref
+
+    state = GameState(5, 0.5)
+    mcts = MCTS(UniformEvaluator(), SearchConfig(visits=200, batch=8, seed=5, **NO_NET))
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        move, _ = mcts.genmove(state)
+        old = weakref.ref(mcts._root)
+        for _ in range(3):
+            state.play(move)
+            move, _ = mcts.genmove(state)
+        assert old() is None
+    finally:
+        if enabled:
+            gc.enable()

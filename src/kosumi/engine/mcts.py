@@ -24,6 +24,7 @@ import gc
 import math
 import threading
 import time
+import weakref
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -33,7 +34,7 @@ import numpy as np
 from kosumi.engine import choice, puct
 from kosumi.engine.puct import F_LD, F_N, F_SM, F_VL, F_W, F_W2, F_WL, NF, O_U, O_W
 from kosumi.errors import KosumiError
-from kosumi.go.board import GameState, Rules
+from kosumi.go.board import KO_SIMPLE, GameState, Rules
 from kosumi.go.coords import BLACK, PASS, RESIGN, WHITE, policy_move
 from kosumi.go.dead_stones import dead_stones
 from kosumi.runtime.evaluator import Evaluation, Evaluator
@@ -250,6 +251,7 @@ class Node:
         "st",
         "state",
         "terminal",
+        "__weakref__",
     )
 
     def __init__(self, state: GameState):
@@ -272,11 +274,12 @@ class Node:
         self.bias: array[float] | None = None  # that bucket in this search's table
         self.bias_gen = -1  # the table generation ``bias`` belongs to
         # graph search: the position's key in the transposition table (None: not in it), how
-        # many parents link to it, the first one's (node, slot), and the slots of this node's
-        # children that have other parents too (their records are edges: see _sync_edge)
+        # many parents link to it, the first one's (weak reference, slot: the tree holds no
+        # reference cycles), and the slots of this node's children that have other parents
+        # too (their records are edges: see _sync_edge)
         self.gkey: tuple | None = None
         self.parents = 1
-        self.first_parent: tuple[Node, int] | None = None
+        self.first_parent: tuple[weakref.ref[Node], int] | None = None
         self.shared_slots: list[int] | None = None
 
     @property
@@ -384,13 +387,21 @@ class MCTS:
             root = Node(state.copy())
             self._new_bias_table()
             self._nodes = {}
-            if cfg.graph_search:
+            if self._graph(state):
                 root.gkey = self._graph_key(root.state)
                 self._nodes[root.gkey] = root
-        elif self._root is not None and root is not self._root:
-            self._free_bias(self._root, root)
+        else:
+            if self._root is not None and root is not self._root:
+                self._free_bias(self._root, root)
+            if root.state.moves != state.moves:  # a transposition: the game's own history
+                root.state = state.copy()
         self._root, self._root_key = root, key
         return root
+
+    def _graph(self, state: GameState) -> bool:
+        """Graph search for this game: on, and simple ko (under positional superko a position's
+        legal moves depend on the path that reached it, so each path keeps its own node)."""
+        return self.config.graph_search and state.rules.ko == KO_SIMPLE
 
     @staticmethod
     def _graph_key(state: GameState) -> tuple:
@@ -511,6 +522,8 @@ class MCTS:
         path: list[tuple[Node, int]] = []
         node = root
         is_root = 1.0
+        graph = self._graph(root.state)
+        transposed = False  # the path has passed a node another move order made
         while True:
             if node.own_key != key:
                 self._refresh_own(node)
@@ -533,12 +546,15 @@ class MCTS:
                     child.bias_key = bias_key(node.state, move)
                     self._set_terminal(child)
                     return path, child
-                gkey = self._graph_key(st) if self.config.graph_search else None
+                gkey = self._graph_key(st) if graph else None
                 other = None if gkey is None else self._nodes.get(gkey)
                 if other is None or other.pending or not other.expanded:
+                    if transposed:  # the net sees this path's history, not the other order's
+                        st = self._replay_path(root, path)
                     child = node.children[i] = Node(st)
                     child.bias_key = bias_key(node.state, move)
-                    child.first_parent = (node, i)
+                    if graph:
+                        child.first_parent = (weakref.ref(node), i)
                     if gkey is not None and other is None:
                         child.gkey = gkey
                         self._nodes[gkey] = child
@@ -551,8 +567,10 @@ class MCTS:
             if child.pending:
                 self._revert(path)
                 return path, None
-            if child.parents > 1 and node.st[i * NF + F_N] < child.agg[F_N]:
-                return path, child  # the edge catches up with the node: no new evaluation
+            if child.parents > 1:
+                if node.st[i * NF + F_N] < child.agg[F_N]:
+                    return path, child  # the edge catches up with the node: no evaluation
+                transposed = True
             node = child
             is_root = 0.0
 
@@ -561,11 +579,26 @@ class MCTS:
         """A second (third...) parent's edge to ``child``: the records of both the new edge and
         the first parent's are edges from now on (see _sync_edge)."""
         child.parents += 1
-        for up, i in ((parent, slot), child.first_parent or (parent, slot)):
+        first = child.first_parent
+        first_parent = None if first is None else first[0]()
+        links = [(parent, slot)]
+        if first is not None and first_parent is not None:
+            links.append((first_parent, first[1]))
+        for up, i in links:
             if up.shared_slots is None:
                 up.shared_slots = []
             if i not in up.shared_slots:
                 up.shared_slots.append(i)
+
+    @staticmethod
+    def _replay_path(root: Node, path: list[tuple[Node, int]]) -> GameState:
+        """The position at the end of ``path`` with this path's own history (moves, boards): the
+        root's state and the path's moves played on it."""
+        st = root.state.copy()
+        size = st.size
+        for n, i in path:
+            st.play(policy_move(int(n.moves[i]), size), trusted=True)
+        return st
 
     @staticmethod
     def _sync_edge(parent: Node, slot: int, child: Node, edge_visits: float) -> None:

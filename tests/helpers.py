@@ -491,3 +491,52 @@ def agg_of(n: float, u: float, u2: float | None = None, w: float | None = None) 
     a[puct.F_N], a[puct.F_U], a[puct.F_W] = n, u, n if w is None else w
     a[puct.F_U2] = u * u if u2 is None else u2
     return a
+
+
+# ------------------------------------------------------------------ boards for the C kernels
+def board_diagram(*rows: str) -> tuple[int, bytearray]:
+    """Rows from the top: 'X' black, 'O' white, '.' empty (spaces ignored)."""
+    grid = [r.replace(" ", "") for r in rows]
+    n = len(grid)
+    assert all(len(r) == n for r in grid)
+    return n, bytearray(".XO".index(c) for r in grid for c in r)
+
+
+def state_ko(state: GameState, color: int) -> int:
+    """The point ``color`` may not play for ko (-1: none)."""
+    return state.ko if color == state.ko_color else -1
+
+
+def random_legal_game(size: int, num_moves: int, rng: random.Random, rules="chinese"
+                      ) -> GameState:
+    """A random legal game (random empty points until one is legal; 3% passes)."""
+    s = GameState(size, rules=rules)
+    for _ in range(num_moves):
+        empties = [p for p in range(size * size) if s.board[p] == 0]
+        rng.shuffle(empties)
+        move = next((p for p in empties if s.is_legal(p)), PASS)
+        if rng.random() < 0.03:
+            move = PASS
+        s.play(move)
+        if s.is_game_over():
+            break
+    return s
+
+
+def random_board_positions(count: int, seed: int):
+    """(size, board bytes, ko) from random games on sizes 2..19 at every stage, plus arbitrary
+    random stone patterns (chains without liberties included)."""
+    from kosumi.go.board import Rules
+
+    rng = random.Random(seed)
+    for i in range(count):
+        size = 2 + i % 18
+        if i % 4 == 3:
+            fill = rng.random()
+            board = bytes(rng.choice((0, 1, 2)) if rng.random() < fill else 0
+                          for _ in range(size * size))
+            yield size, board, rng.randrange(-1, size * size)
+        else:
+            s = random_legal_game(size, rng.randrange(0, 2 * size * size + 2), rng,
+                                  rules=Rules(suicide=rng.random() < 0.5))
+            yield size, bytes(s.board), state_ko(s, s.to_move)

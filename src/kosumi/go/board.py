@@ -21,7 +21,7 @@ from functools import cache
 
 import numpy as np
 
-from kosumi import accel
+from kosumi.go import board_kernels
 from kosumi.go.coords import (
     BLACK,
     EMPTY,
@@ -326,7 +326,7 @@ class GameState:
         # occupied, simple ko and suicide: kosumi.accel (C when built, numpy otherwise)
         mask = np.empty(n * n, dtype=bool) if out is None else out
         ko = self.ko if color == self.ko_color else -1
-        accel.legal_mask(self.board, n, color, ko, self.rules.suicide, out=mask)
+        board_kernels.legal_mask(self.board, n, color, ko, self.rules.suicide, out=mask)
         if self.rules.ko == KO_POSITIONAL:
             # a quiet move repeats a position if (hash ^ its stone's key) was seen: re-check
             # those points in full (rare), then the moves that capture or are suicide
@@ -522,7 +522,7 @@ class GameState:
     def area_ownership(self) -> np.ndarray:
         """Tromp-Taylor owner of each point: BLACK, WHITE or EMPTY (dame/neutral)."""
         owner = np.empty(self.num_points, dtype=np.int8)
-        accel.area_ownership(self.board, self.size, out=owner)
+        board_kernels.area_ownership(self.board, self.size, out=owner)
         return owner
 
     def area_score(self, dead: list[int] | set[int] | None = None) -> float:

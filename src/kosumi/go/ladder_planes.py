@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kosumi import accel
+from kosumi.go import board_kernels
 from kosumi.go.ladders import LadderBoard, captured_defender_first, working_moves
 
 _CACHE_SIZE = 2048  # boards
@@ -93,7 +93,7 @@ def ladder_features(board: bytes | bytearray, size: int, ko: int = -1, cache: bo
                 _cache.move_to_end(key)
                 return hit
     nn = size * size
-    libs = accel.chain_liberties(b, size)  # bytes: liberties of each stone's chain
+    libs = board_kernels.chain_liberties(b, size)  # bytes: liberties of each stone's chain
     captured = bytearray(nn)
     working = bytearray(3 * nn)
     records: dict[tuple[int, ...], _ChainRecord] = {}

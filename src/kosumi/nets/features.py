@@ -46,10 +46,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kosumi.accel import basic_planes
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, WHITE
+from kosumi.nets.basic_planes import basic_planes
 
 
 class FeatureSet(ABC):

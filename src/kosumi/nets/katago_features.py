@@ -60,7 +60,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kosumi import accel
+from kosumi.go import board_kernels
 from kosumi.go.benson import area_map
 from kosumi.go.board import KO_POSITIONAL, KO_SIMPLE, GameState, Rules
 from kosumi.go.coords import EMPTY, PASS, WHITE, neighbor_table
@@ -180,7 +180,7 @@ def encode_position(state: GameState, planes: np.ndarray, glob: np.ndarray,
     rules = state.rules
     board = bytes(state.board)
     b = np.frombuffer(board, dtype=np.uint8)
-    libs = np.frombuffer(accel.chain_liberties(board, n), dtype=np.uint8)
+    libs = np.frombuffer(board_kernels.chain_liberties(board, n), dtype=np.uint8)
 
     planes[0] = 1.0
     planes[1] = b == pla
@@ -194,7 +194,7 @@ def encode_position(state: GameState, planes: np.ndarray, glob: np.ndarray,
         planes[6, state.ko] = 1.0
     if rules.ko == KO_POSITIONAL:
         simple = np.empty(nn, dtype=bool)
-        accel.legal_mask(board, n, pla, state.ko if state.ko_color == pla else -1,
+        board_kernels.legal_mask(board, n, pla, state.ko if state.ko_color == pla else -1,
                          rules.suicide, out=simple)
         planes[6][simple & ~state.legal_mask(pla)] = 1.0
 

@@ -35,7 +35,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kosumi import accel
 from kosumi.errors import KosumiError
 from kosumi.go.board import KO_SIMPLE, GameState
 from kosumi.go.coords import WHITE, symmetry_permutation
@@ -50,18 +49,7 @@ from kosumi.runtime.evaluator import (
     symmetric_inputs,
     to_original_frame,
 )
-
-
-def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis restricted to ``legal`` (bool, broadcastable); illegal -> 0.
-
-    float32, one pass per row in C when built (``kosumi.accel.masked_softmax``; this runs at
-    every search leaf, where a chain of numpy calls cost ~6 us per position). Every row needs at
-    least one legal entry (ValueError otherwise).
-    """
-    x = np.ascontiguousarray(logits, dtype=np.float32)
-    mask = np.ascontiguousarray(np.broadcast_to(legal, x.shape))
-    return accel.masked_softmax(x, mask, x.shape[-1], np.empty_like(x))
+from kosumi.runtime.softmax import legal_softmax
 
 
 def wdl_probabilities(value: np.ndarray) -> np.ndarray:
@@ -156,7 +144,7 @@ class NetEvaluator(Evaluator):
                     logits[0, i, :nn] = logits[0, i, perm]
                     if own is not None:
                         own[0, i] = own[0, i, perm]
-        policy = masked_softmax(logits, legal[None])
+        policy = legal_softmax(logits, legal[None])
         raw_value = out["value"].reshape(k, bsz, -1)
         if self.config.value_view == "black":  # Leela Zero v2: Black's view -> side to move's
             white = np.array([s.to_move == WHITE for s in states])

@@ -28,6 +28,7 @@ from kosumi.cli_options import (
     workers_option,
 )
 from kosumi.errors import KosumiError
+from kosumi.extras import missing_extra
 
 app = typer.Typer(
     name="kosumi",
@@ -470,6 +471,12 @@ def main() -> None:
         app()
     except KosumiError as e:
         typer.echo(f"kosumi: error: {e}", err=True)
+        sys.exit(2)
+    except ModuleNotFoundError as e:  # an optional package a command needs
+        line = missing_extra(e)
+        if line is None:
+            raise
+        typer.echo(f"kosumi: error: {line}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("kosumi: interrupted", err=True)

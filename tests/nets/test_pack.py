@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+import typer
 from helpers import ROOT, quantized_net_files
 from typer.testing import CliRunner
 
@@ -165,6 +166,22 @@ def test_a_bare_install_plays_from_a_pack(nets, tmp_path):
     replies = [x for x in tiny.stdout.splitlines() if x.startswith("=")]
     assert len(replies) == 4 and replies[2][2:].strip()[0] in "ABCDEFGHJ", tiny.stdout
     assert "backend auto -> numpy" in tiny.stderr and "tiny" in tiny.stderr
+    # every command's help works on the core, and a command that needs an extra names it in
+    # one line (exit 2), never a traceback
+    commands = [c.name for c in typer.main.get_command(app).commands.values()]
+    assert len(commands) > 10
+    for name in commands:
+        helped = subprocess.run([str(kosumi), name, "--help"], env=env, capture_output=True,
+                                text=True, timeout=120, check=False)
+        assert helped.returncode == 0 and "Usage" in helped.stdout, (name, helped.stderr)
+    for fmt, extra in (("onnx", "onnx"), ("kosumi", "train")):
+        out = tmp_path / f"t.{fmt}"
+        done = subprocess.run([str(kosumi), "export", "tiny", "--format", fmt, "--out",
+                               str(out)], env=env, capture_output=True, text=True, timeout=120,
+                              check=False)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1, done.stderr
+        assert f"pip install 'kosumi[{extra}]'" in lines[0] and not out.exists()
     ana = subprocess.run([str(kosumi), "analyze", "--model", str(pack), "--moves", "B E5 W C3",
                           "--size", "9", "--json"], env=env, capture_output=True, text=True,
                          timeout=300, check=False)

@@ -61,7 +61,8 @@ def test_refusals_are_one_line(net, monkeypatch, tmp_path):
     monkeypatch.setitem(BACKENDS, "onnxruntime",
                         type(info)(**{**info.__dict__, "requires": ("no_such_module_kosumi",)}))
     one_line(lambda: load_evaluator(net, backend="onnxruntime"),
-             "'onnxruntime' is not installed", "pip install 'kosumi[onnx]'")
+             "'onnxruntime' is not installed: it needs no_such_module_kosumi, which is missing",
+             "pip install 'kosumi[onnx]'")
     assert load_evaluator(net, cache=False).backend.name == "torch"  # auto falls back
     r = CliRunner().invoke(app, ["analyze", "--model", str(net), "--moves", "D4",
                                  "--backend", "onnxruntime"])

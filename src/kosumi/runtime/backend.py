@@ -63,12 +63,20 @@ class BackendInfo:
     files: tuple[str, ...] = ()  # model formats it runs natively (nets.formats names)
     devices: tuple[str, ...] = ("cpu",)  # "cpu", "cuda"
 
+    def missing(self) -> list[str]:
+        """The modules it needs that are not importable here."""
+        return [m for m in self.requires if importlib.util.find_spec(m) is None]
+
     def installed(self) -> bool:
-        return all(importlib.util.find_spec(m) is not None for m in self.requires)
+        return not self.missing()
 
     def not_installed(self) -> str:
-        return (f"backend {self.name!r} is not installed (pip install 'kosumi[{self.extra}]')"
-                if self.extra else f"backend {self.name!r} is not installed")
+        """One line: which package is missing, and the extra that installs it."""
+        missing = self.missing() or list(self.requires)
+        need = " and ".join(missing)
+        hint = f" (pip install 'kosumi[{self.extra}]')" if self.extra else ""
+        return (f"backend {self.name!r} is not installed: it needs {need}, which "
+                f"{'is' if len(missing) == 1 else 'are'} missing{hint}")
 
 
 BACKENDS: dict[str, BackendInfo] = {}

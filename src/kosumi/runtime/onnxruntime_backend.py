@@ -60,8 +60,8 @@ def _ort() -> Any:
     try:
         import onnxruntime
     except ImportError:
-        raise KosumiError("backend 'onnxruntime' is not installed (pip install "
-                          "'kosumi[onnx]')") from None
+        raise KosumiError("backend 'onnxruntime' is not installed: it needs onnxruntime, which "
+                          "is missing (pip install 'kosumi[onnx]')") from None
     return onnxruntime
 
 

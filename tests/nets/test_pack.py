@@ -182,6 +182,16 @@ def test_a_bare_install_plays_from_a_pack(nets, tmp_path):
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1, done.stderr
         assert f"pip install 'kosumi[{extra}]'" in lines[0] and not out.exists()
+    # onnxruntime beside the core, without onnx: the backend says which package is missing
+    ort = subprocess.run([str(py), "-m", "pip", "install", "-q", "onnxruntime"], env=env,
+                         capture_output=True, text=True, timeout=900, check=False)
+    assert ort.returncode == 0, ort.stderr[-2000:]
+    asked = subprocess.run([str(kosumi), "analyze", "--model", "tiny", "--moves", "D4",
+                            "--backend", "onnxruntime"], env=env, capture_output=True,
+                           text=True, timeout=120, check=False)
+    lines = asked.stderr.strip().splitlines()
+    assert asked.returncode == 2 and len(lines) == 1, asked.stderr
+    assert "it needs onnx, which is missing (pip install 'kosumi[onnx]')" in lines[0]
     ana = subprocess.run([str(kosumi), "analyze", "--model", str(pack), "--moves", "B E5 W C3",
                           "--size", "9", "--json"], env=env, capture_output=True, text=True,
                          timeout=300, check=False)

@@ -211,16 +211,25 @@ def test_a_search_out_of_time_still_makes_one_playout():
     assert result.visits >= 1 and result.moves
 
 
-def _bias_shares(root):
-    """Each bucket's shares, summed over the nodes of the tree under ``root``."""
-    shares, stack = {}, [root]
+def _all_nodes(root):
+    """Every node under ``root`` once (a transposition has two parents): the test's own walk."""
+    seen, stack = {}, [root]
     while stack:
         node = stack.pop()
+        if id(node) not in seen:
+            seen[id(node)] = node
+            stack.extend(c for c in node.children if c is not None)
+    return list(seen.values())
+
+
+def _bias_shares(root):
+    """Each bucket's shares, summed over the nodes of the graph under ``root``."""
+    shares = {}
+    for node in _all_nodes(root):
         if node.bias is not None:
             d, w = shares.get(id(node.bias), (0.0, 0.0))
             shares[id(node.bias)] = (d + node.own[puct.O_BIAS_DELTA],
                                      w + node.own[puct.O_BIAS_WEIGHT])
-        stack.extend(c for c in node.children if c is not None)
     return shares
 
 
@@ -267,10 +276,6 @@ class CountingEvaluator(UniformEvaluator):
     def evaluate(self, states):
         self.keys += [(bytes(s.board), s.to_move, s.ko, s.passes, len(s.moves)) for s in states]
         return super().evaluate(states)
-
-
-def _all_nodes(root):
-    return MCTS._reachable(root)
 
 
 def test_graph_search_shares_transpositions_and_evaluates_each_position_once():

@@ -1,6 +1,7 @@
 """Agreement of any model with the real KataGo engine on its reference positions.
 
     python benchmarks/agreement.py --model FILE|default [--reference PATH] [--symmetries 1]
+        [--backend auto|torch,onnxruntime,onnxruntime:fp16,numpy] [--markdown]
 
 Prints one JSON object with, per board size: mean and max KL(KataGo || model) over the policy
 (legal points + pass), top-1 and top-5 agreement (KataGo's best move among the model's k best),
@@ -41,10 +42,16 @@ def state_of(record: dict) -> GameState:
     return s
 
 
-def agreement(model: str, reference: Path, symmetries: int = 1, threads: int = 1) -> dict:
+def agreement(model: str, reference: Path, symmetries: int = 1, threads: int = 1,
+              backend: str = "auto") -> dict:
+    """``backend``: a backend name, optionally ``:fp16`` (ONNX Runtime's fp16 model)."""
     records = [json.loads(line) for line in reference.read_text().splitlines() if line.strip()]
-    evaluator = load_evaluator(model, threads=threads, cache=False, symmetries=symmetries)
-    out: dict = {"model": str(model), "reference": str(reference), "symmetries": symmetries}
+    name, _, precision = backend.partition(":")
+    kw = {"precision": precision} if precision else {}
+    evaluator = load_evaluator(model, backend=name, threads=threads, cache=False,
+                               symmetries=symmetries, **kw)
+    out: dict = {"model": str(model), "reference": str(reference), "symmetries": symmetries,
+                 "backend": f"{evaluator.backend.name}" + (f":{precision}" if precision else "")}
     for n in sorted({r["board_size"] for r in records}, reverse=True):
         recs = [r for r in records if r["board_size"] == n]
         if not evaluator.supports_size(n):
@@ -98,13 +105,34 @@ def main() -> int:
     ap.add_argument("--reference", type=Path, default=REFERENCE)
     ap.add_argument("--symmetries", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--backend", default="auto",
+                    help="comma-separated backends, each optionally :fp16 (e.g. onnxruntime:fp16)")
+    ap.add_argument("--markdown", action="store_true", help="also print a markdown table")
     args = ap.parse_args()
     import torch
 
     torch.set_num_threads(args.threads)
-    print(json.dumps(agreement(args.model, args.reference, args.symmetries, args.threads),
-                     indent=2))
+    rows = [agreement(args.model, args.reference, args.symmetries, args.threads, b)
+            for b in args.backend.split(",") if b]
+    print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
+    if args.markdown:
+        print(markdown(rows))
     return 0
+
+
+def markdown(rows: list[dict]) -> str:
+    """One line per backend and board size: the figures of ``agreement``."""
+    lines = ["| model | backend | board | KL mean | KL max | top-1 | winrate MAE | lead MAE | "
+             "ownership MAE |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for key, v in r.items():
+            if not key.endswith(tuple(f"x{n}" for n in range(2, 20))) or not isinstance(v, dict):
+                continue
+            lines.append(f"| {Path(r['model']).name} | {r['backend']} | {key} | "
+                         f"{v['policy_kl_mean']:.2g} | {v['policy_kl_max']:.2g} | "
+                         f"{v['top1']:.3f} | {v['winrate_mae']:.2g} | {v['score_lead_mae']:.2g} | "
+                         f"{v['ownership_mae']:.2g} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,54 @@ def replay_reference(record: dict) -> GameState:
     return state
 
 
+KATAGO_ENGINE = "engines/katago-v1.17.2-eigen"
+
+
+def katago_raw_nn(model: Path, records: Sequence[dict], workdir: Path) -> list[dict]:
+    """The real KataGo engine's ``kata-raw-nn 0`` for each position (records as in
+    raw_nn.jsonl: board_size, komi, rules, moves), parsed into raw_nn.jsonl's ``katago_raw_nn``
+    fields. Skips (fails in CI) when the engine is absent or cannot run (libzip4)."""
+    engine = shared_path(KATAGO_ENGINE)
+    config = shared_path("engines/katago-gtp.cfg")
+    lines = []
+    for r in records:
+        lines += [f"boardsize {r['board_size']}", "clear_board", f"komi {r['komi']}",
+                  f"kata-set-rules {r.get('rules', 'chinese')}"]
+        lines += [f"play {c} {v}" for c, v in r["moves"]]
+        lines.append("kata-raw-nn 0")
+    lines.append("quit")
+    try:
+        proc = subprocess.run(
+            [str(engine), "gtp", "-model", str(model), "-config", str(config),
+             "-override-config", f"logDir={workdir}/katago-logs,logToStderr=false"],
+            input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=300)
+    except OSError as e:
+        missing(f"KataGo cannot run: {e}")
+    if "error while loading shared libraries" in proc.stderr:
+        missing(f"KataGo cannot run (apt-get install -y libzip4): {proc.stderr.strip()}")
+    answers = [a for a in proc.stdout.split("\n\n") if a.strip().startswith("= symmetry")]
+    if len(answers) != len(records):
+        raise AssertionError(f"KataGo answered {len(answers)} of {len(records)} positions: "
+                             f"{proc.stdout[-2000:]} {proc.stderr[-2000:]}")
+    return [_parse_raw_nn(a, r["board_size"]) for a, r in zip(answers, records, strict=True)]
+
+
+def _parse_raw_nn(text: str, n: int) -> dict:
+    toks = text.replace("=", " ", 1).split()
+    out: dict = {}
+    i = 0
+    while i < len(toks):
+        key = toks[i]
+        if key in ("policy", "whiteOwnership"):
+            vals = toks[i + 1 : i + 1 + n * n]
+            out[key] = [None if v == "NAN" else float(v) for v in vals]
+            i += 1 + n * n
+        else:
+            out[key] = float(toks[i + 1])
+            i += 2
+    return out
+
+
 def katago_policy(record: dict) -> np.ndarray:
     """KataGo's policy over the points and pass of a reference position (0 at illegal points,
     which the file writes as null)."""

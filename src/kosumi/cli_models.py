@@ -77,7 +77,8 @@ def inspect_command(
 def bench_command(
     models: list[str] = typer.Argument(..., help="Models to time (any format, 'default', 'tiny')."),
     backends: str = typer.Option("auto", "--backend", help="Comma-separated backends (auto, "
-                                 "torch, onnxruntime, tensorrt, numpy)."),
+                                 "torch, onnxruntime, tensorrt, numpy), each optionally "
+                                 ":fp16 or :fp32 (e.g. onnxruntime:fp16)."),
     batches: str = typer.Option("1,16", "--batch", help="Comma-separated batch sizes."),
     sizes: str = typer.Option("9,19", "--size", help="Comma-separated board sizes."),
     threads: int = threads_option(),
@@ -90,6 +91,10 @@ def bench_command(
     memory: bool = typer.Option(True, "--memory/--no-memory", help="Measure the peak memory of "
                                 "each model x backend in a fresh process."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    katago: Path | None = typer.Option(None, "--katago", help="KataGo engine: also time the "
+                                       "KataGo models with its own benchmark, in this run."),
+    katago_config: Path | None = typer.Option(None, "--katago-config", help="Its GTP config "
+                                              "(default: katago-gtp.cfg beside it)."),
 ) -> None:
     """Time models x backends x batch sizes x board sizes in one run: evals/s, latency p50/p99,
     peak memory."""
@@ -100,7 +105,9 @@ def bench_command(
     try:
         plan = BenchPlan.parse(models, backends, batches, sizes, threads=threads,
                                device=None if device == "cpu" else device, precision=precision,
-                               seconds=seconds, rounds=rounds, memory=memory)
+                               seconds=seconds, rounds=rounds, memory=memory,
+                               katago=None if katago is None else str(katago),
+                               katago_config=None if katago_config is None else str(katago_config))
         report = run_bench(plan, progress=not as_json)
     except KosumiError as e:
         fail(str(e))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import io
 import math
 import time
 from pathlib import Path
@@ -11,17 +10,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import replay_reference
+from helpers import katago_raw_nn, replay_reference, shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from katago_writer import MODERN, KataGoWriter
 
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.go.coords import WHITE, apply_symmetry, parse_color, vertex_to_point
 from kosumi.nets.checkpoint import build_net
+from kosumi.nets.features import get_feature_set
 from kosumi.nets.katago import (
     describe_katago,
     is_katago_file,
+    katago_checkpoint,
     parse_katago,
     read_katago,
     read_katago_model,
@@ -37,95 +39,7 @@ torch.set_num_threads(1)
 
 
 # ---------------------------------------------------------------------------- a tiny writer
-class _Writer:
-    """Writes a random version-8 KataGo model (binary or text float blocks)."""
-
-    def __init__(self, binary: bool, seed: int = 0):
-        self.binary = binary
-        self.rng = np.random.default_rng(seed)
-        self.out = io.BytesIO()
-
-    def tok(self, *items) -> None:
-        self.out.write(("\n".join(str(i) for i in items) + "\n").encode())
-
-    def floats(self, values: np.ndarray) -> None:
-        values = np.asarray(values, dtype="<f4").ravel()
-        if self.binary:
-            self.out.write(b"@BIN@" + values.tobytes() + b"\n")
-        else:
-            self.out.write((" ".join(repr(float(x)) for x in values) + "\n").encode())
-
-    def conv(self, name, k, ic, oc) -> None:
-        self.tok(name, k, k, ic, oc, 1, 1)
-        self.floats(self.rng.normal(0, 0.3, (k, k, ic, oc)))
-
-    def bn(self, name, c) -> None:
-        self.tok(name, c, 1e-20, 1, 1)
-        self.floats(np.zeros(c))
-        self.floats(np.ones(c))
-        self.floats(self.rng.uniform(0.5, 1.5, c))
-        self.floats(self.rng.normal(0, 0.1, c))
-
-    def act(self, name) -> None:
-        self.tok(name)
-
-    def matmul(self, name, ic, oc) -> None:
-        self.tok(name, ic, oc)
-        self.floats(self.rng.normal(0, 0.3, (ic, oc)))
-
-    def bias(self, name, c) -> None:
-        self.tok(name, c)
-        self.floats(self.rng.normal(0, 0.1, c))
-
-    def model(self, version: int = 8, c: int = 8, blocks=("ordinary", "gpool")) -> bytes:
-        # mid = regular + dilated, as KataGo requires: ordinary blocks output c, gpool blocks 6
-        self.tok("tiny-test-net", version, 22, 19, "trunk", len(blocks), c, c, 6, c - 6, 4)
-        self.conv("conv1", 5, 22, c)
-        self.matmul("ginputs", 19, c)
-        for i, kind in enumerate(blocks):
-            name = f"rconv{i + 1}"
-            self.tok(f"{kind}_block", name)
-            self.bn(f"{name}/norm1", c)
-            self.act(f"{name}/actv1")
-            if kind == "ordinary":
-                self.conv(f"{name}/w1", 3, c, c)
-                self.bn(f"{name}/norm2", c)
-                self.act(f"{name}/actv2")
-                self.conv(f"{name}/w2", 3, c, c)
-            else:
-                self.conv(f"{name}/w1a", 3, c, 6)
-                self.conv(f"{name}/w1b", 3, c, 4)
-                self.bn(f"{name}/norm1b", 4)
-                self.act(f"{name}/actv1b")
-                self.matmul(f"{name}/w1r", 12, 6)
-                self.bn(f"{name}/norm2", 6)
-                self.act(f"{name}/actv2")
-                self.conv(f"{name}/w2", 3, 6, c)
-        self.bn("trunk/norm", c)
-        self.act("trunk/actv")
-        self.tok("policyhead")
-        self.conv("p1/intermediate_conv", 1, c, 4)
-        self.conv("g1", 1, c, 4)
-        self.bn("g1/norm", 4)
-        self.act("g1/actv")
-        self.matmul("matmulg2w", 12, 4)
-        self.bn("p1/norm", 4)
-        self.act("p1/actv")
-        self.conv("p2", 1, 4, 1)
-        self.matmul("matmulpass", 12, 1)
-        self.tok("valuehead")
-        self.conv("v1", 1, c, 4)
-        self.bn("v1/norm", 4)
-        self.act("v1/actv")
-        self.matmul("v2/w", 12, 5)
-        self.bias("v2/b", 5)
-        self.act("v2/actv")
-        self.matmul("v3/w", 5, 3)
-        self.bias("v3/b", 3)
-        self.matmul("sv3/w", 5, 4)
-        self.bias("sv3/b", 4)
-        self.conv("vownership", 1, 4, 1)
-        return self.out.getvalue()
+_Writer = KataGoWriter
 
 
 def tiny_model(tmp_path: Path, binary: bool = True, gz: bool = True, **kw) -> Path:
@@ -185,12 +99,14 @@ def test_tiny_net_forward(tmp_path):
         assert all(torch.isfinite(t).all() for t in out.values())
 
 
-def test_version_rejected_naming_found_and_supported(tmp_path):
-    path = tmp_path / "v9.bin.gz"
-    path.write_bytes(gzip.compress(_Writer(True).model(version=9)))
+@pytest.mark.parametrize("version", [7, 18])
+def test_version_rejected_naming_found_and_supported(tmp_path, version):
+    path = tmp_path / f"v{version}.bin.gz"
+    path.write_bytes(gzip.compress(_Writer(True).model(version=8).replace(
+        b"tiny-test-net\n8\n", f"tiny-test-net\n{version}\n".encode(), 1)))
     with pytest.raises(KosumiError) as e:
         read_katago(path)
-    one_line_error(e, str(path), "version 9", "supported: 8")
+    one_line_error(e, str(path), f"version {version}", "supported: 8, 9, 10")
     assert is_katago_file(path)  # still recognised as KataGo, so the user gets this message
 
 
@@ -447,3 +363,224 @@ def test_header_that_contradicts_itself_is_refused(model_bytes, tmp_path):
     with pytest.raises(KosumiError) as e:
         read_katago(path)
     one_line_error(e, "midNumChannels (96) != regularNumChannels (64) + dilatedNumChannels (16)")
+
+
+# ============================================================================ model versions 9-17
+# Oracles: the real KataGo engine (../shared/engines, v1.17.2) evaluating small random nets that
+# these tests write in KataGo's format (tests/katago_writer.py: every block kind -- nested
+# bottleneck, transformer attention with learned, fixed or no rotary embedding and grouped KV
+# heads, gated feed-forward, ordinary and global-pooling blocks inside and outside nested ones
+# --, each activation, the header of every version from 9 to 17), and KataGo's own outputs for
+# the b10c384 transformer net that KaTrain ships (../shared/reference/katago-b10c384h6nbttflrs/,
+# 300 positions). The post-processing of the heads that kosumi's evaluator does not report
+# (short-term errors, time left) is KataGo's, written out here from its documented formulas.
+B10 = "models/b10c384h6nbttflrs.bin.gz"
+B10_REFERENCE = "reference/katago-b10c384h6nbttflrs/raw_nn.jsonl"
+
+#: positions for the tiny nets: 9x9 and 13x13 (the rotary angles depend on the board's width)
+POSITIONS = [
+    {"board_size": 9, "komi": 7.0, "moves": []},
+    {"board_size": 9, "komi": 7.0, "moves": [["B", "E5"], ["W", "C3"], ["B", "G7"],
+                                              ["W", "D4"], ["B", "pass"]]},
+    {"board_size": 13, "komi": 7.5, "moves": [["B", "D4"], ["W", "K10"], ["B", "C11"]]},
+]
+#: (version, writer keyword arguments): one net per version, the new parts of each
+CASES = [
+    (9, {}),                                                  # 6 score outputs
+    (10, {}),                                                 # sqrt short-term errors
+    (11, {"activation": "mish"}),                             # activation kinds
+    (12, {}),                                                 # optimistic policy channel
+    (13, {"post": (18.0, 22.0, 19.0, 21.0, 35.0, 0.3, 140.0)}),  # multipliers in the header
+    (14, {"blocks": MODERN}),                                 # (KataGo reads blocks by kind)
+    (15, {"blocks": MODERN}),                                 # pass MLP, RMS tip (spatial)
+    (15, {"blocks": MODERN, "activation": "mish", "rms_tip": False}),
+    (16, {"blocks": MODERN}),                                 # 4 policy channels
+    (17, {"blocks": MODERN, "policy_out": 2}),                # header options
+]
+
+
+def softplus(x: float) -> float:
+    return math.log1p(math.exp(-abs(x))) + max(x, 0.0)
+
+
+def extra_heads(raw: np.ndarray, version: int, post: dict) -> dict[str, float]:
+    """KataGo's varTimeLeft and short-term errors from the raw score outputs (nneval.cpp)."""
+    if version >= 14:
+        wl = math.sqrt(softplus(raw[4] * 0.5) ** 2 * post["shortterm_value_error"])
+        sc = math.sqrt(softplus(raw[5] * 0.5) ** 2 * post["shortterm_score_error"])
+    elif version >= 10:
+        wl = math.sqrt(softplus(raw[4]) * post["shortterm_value_error"])
+        sc = math.sqrt(softplus(raw[5]) * post["shortterm_score_error"])
+    else:
+        wl, sc = softplus(raw[4]), softplus(raw[5]) * 10.0
+    return {"varTimeLeft": softplus(raw[3]) * post["variance_time"],
+            "shorttermWinlossError": wl, "shorttermScoreError": sc}
+
+
+def compare(rec: dict, k: dict, evaluation, tol: dict[str, float]) -> dict[str, float]:
+    """Differences between kosumi's evaluation and KataGo's answer ``k`` for position ``rec``."""
+    s = replay_reference(rec)
+    ref = np.array([np.nan if x is None else x for x in k["policy"]] + [k["policyPass"]])
+    legal = ~np.isnan(ref)
+    assert np.array_equal(legal[:-1], s.legal_mask())
+    assert (evaluation.policy[~legal] == 0).all()
+    w = evaluation.white_view(s.to_move)
+    ref_value = (k["whiteWin"] if s.to_move == WHITE else k["whiteLoss"]) + 0.5 * k["noResult"]
+    d = {"policy": float(np.abs(evaluation.policy[legal] - ref[legal]).max()),
+         "kl": kl(ref[legal], evaluation.policy[legal].astype(np.float64)),
+         "top1": float(int(np.nanargmax(ref)) == int(np.argmax(evaluation.policy))),
+         "value": abs(evaluation.value - ref_value),
+         "lead": abs(w["whiteLead"] - k["whiteLead"]),
+         "ownership": float(np.abs(w["whiteOwnership"] - np.array(k["whiteOwnership"])).mean())}
+    for key, limit in tol.items():
+        assert d[key] <= limit, (rec, key, d[key])
+    return d
+
+
+# ---------------------------------------------------------------------------- tiny nets
+@pytest.mark.parametrize("version,kw", CASES, ids=[f"v{v}-{i}" for i, (v, _) in enumerate(CASES)])
+def test_tiny_nets_of_every_version_match_katago(tmp_path, version, kw):
+    path = tmp_path / f"v{version}.bin.gz"
+    path.write_bytes(gzip.compress(KataGoWriter(True, seed=version, scale=0.5).model(
+        version=version, **kw)))
+    answers = katago_raw_nn(path, POSITIONS, tmp_path)
+    ck = read_katago_model(path)
+    lay = ck.config.katago
+    assert lay["model_version"] == version
+    net = build_net(ck)
+    fs = get_feature_set("katago_v7")
+    tol = {"policy": 1e-5, "value": 1e-5, "lead": 0.01, "ownership": 2e-5}
+    for backend in BACKENDS:
+        ev = load_evaluator(path, backend=backend, cache=False)
+        evals = [ev.evaluate_one(replay_reference(r)) for r in POSITIONS]
+        for rec, k, e in zip(POSITIONS, answers, evals, strict=True):
+            compare(rec, k, e, tol)
+    for rec, k in zip(POSITIONS, answers, strict=True):  # the heads the evaluator leaves out
+        planes, glob = fs.encode([replay_reference(rec)])
+        with torch.no_grad():
+            raw = net(torch.from_numpy(planes), torch.from_numpy(glob))["score"][0].double()
+        extra = extra_heads(raw.numpy(), version, lay["post"])
+        for key, value in extra.items():
+            assert value == pytest.approx(k[key], abs=2e-3, rel=1e-4), (key, version)
+
+
+def test_policy_optimism_mixes_the_two_policy_channels(tmp_path):
+    """With two policy channels, the net's one policy output is KataGo's rootPolicyOptimism mix
+    (0.2, what kata-raw-nn answers with); another optimism is another net."""
+    path = tmp_path / "v12.bin.gz"
+    path.write_bytes(gzip.compress(KataGoWriter(True, seed=3, scale=0.8).model(version=12)))
+    desc = read_katago(path)
+    assert desc.policy_out_channels == 2
+    fs = get_feature_set("katago_v7")
+    planes, glob = fs.encode([replay_reference(POSITIONS[1])])
+    logits = {}
+    for opt in (0.0, 0.2, 1.0):
+        ck = katago_checkpoint(desc, opt)
+        assert ck.config.katago["policy_optimism"] == opt
+        with torch.no_grad():
+            logits[opt] = build_net(ck)(torch.from_numpy(planes),
+                                        torch.from_numpy(glob))["policy"][0].double().numpy()
+    np.testing.assert_allclose(logits[0.2], logits[0.0] + 0.2 * (logits[1.0] - logits[0.0]),
+                               atol=1e-5)
+    assert np.abs(logits[1.0] - logits[0.0]).max() > 1e-3
+
+
+# ---------------------------------------------------------------------------- bad files
+def _modern(**kw) -> bytes:
+    return KataGoWriter(True, seed=1).model(version=15, blocks=MODERN, **kw)
+
+
+@pytest.mark.parametrize("old,new,words", [
+    (b"transformer_ffn_block\n", b"transformer_xyz_block\n", ["unknown block kind",
+                                                            "transformer_xyz_block"]),
+    (b"ACTIVATION_SILU", b"ACTIVATION_GELU", ["unknown activation", "ACTIVATION_GELU"]),
+    (b"rconv1.blockstack.0.q_proj\n6\n8", b"rconv1.blockstack.0.q_proj\n6\n9",
+     ["rconv1.blockstack.0.q_proj", "9 output channels, expected 8"]),
+    (b"rconv1.blockstack.0\n2\n1\n4\n3", b"rconv1.blockstack.0\n2\n3\n4\n3",
+     ["rconv1.blockstack.0", "not a multiple of numKVHeads"]),
+    (b"rconv1.blockstack.0\n2\n1\n4\n3", b"rconv1.blockstack.0\n2\n1\n5\n3",
+     ["rconv1.blockstack.0", "must be even when RoPE is used"]),
+    (b"rconv1.blockstack.0.rope_freqs\n1\n2\n2", b"rconv1.blockstack.0.rope_freqs\n1\n3\n2",
+     ["rope_freqs", "expected 1x2x2"]),
+    (b"rconv1.blockstack.1\n6\n10\n1", b"rconv1.blockstack.1\n7\n10\n1",
+     ["rconv1.blockstack.1", "7 channels, expected 6"]),
+    (b"trunk/norm\n8\n1e-06\n1\n0", b"trunk/norm\n8\n1e-06\n1\n4",
+     ["trunk/norm", "grouped rms norm"]),
+    (b"tiny-test-net\n15\n22\n19\n20.0\n20.0\n20.0\n20.0\n40.0\n0.25\n150.0\n0\n",
+     b"tiny-test-net\n15\n22\n19\n20.0\n20.0\n20.0\n20.0\n40.0\n0.25\n150.0\n1\n",
+     ["metaEncoderVersion 1", "human"]),
+    (b"150.0\n0\n0\n0\n0\n0\n0\n0\n0\n", b"150.0\n0\n0\n0\n0\n0\n0\n0\n3\n",
+     ["model option H is 3"]),
+    (b"trunk\n5\n8\n8\n6\n2\n4\n1\n0\n", b"trunk\n5\n8\n8\n6\n2\n4\n2\n0\n",
+     ["trunk norm kind = 2"]),
+    (b"20.0\n20.0\n20.0\n20.0\n40.0", b"20.0\n20.0\n-20.0\n20.0\n40.0",
+     ["score_stdev multiplier -20.0"]),
+])
+def test_bad_modern_headers_are_one_line_errors_naming_the_layer(old, new, words):
+    data = _modern()
+    assert old in data, old
+    with pytest.raises(KosumiError) as e:
+        parse_katago(data.replace(old, new, 1), "m.bin")
+    msg = str(e.value)
+    assert "\n" not in msg and "m.bin" in msg
+    for w in words:
+        assert w in msg, msg
+
+
+def test_mixed_activations_and_truncation_are_refused():
+    data = _modern()
+    i = data.index(b"ACTIVATION_SILU", data.index(b"p1/actv"))
+    with pytest.raises(KosumiError) as e:
+        parse_katago(data[:i] + b"ACTIVATION_MISH" + data[i + 15:], "m.bin")
+    assert "p1/actv" in str(e.value) and "one activation" in str(e.value)
+    cut = data.index(b"ffn_linear_gate")
+    with pytest.raises(KosumiError) as e:
+        parse_katago(data[:cut + 40], "m.bin")
+    assert "truncated" in str(e.value) and "\n" not in str(e.value)
+
+
+# ---------------------------------------------------------------------------- the b10c384
+@pytest.fixture(scope="module")
+def b10_path() -> Path:
+    return shared_path(B10)
+
+
+@pytest.fixture(scope="module")
+def b10_reference() -> list[dict]:
+    import json
+
+    with open(shared_path(B10_REFERENCE)) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def test_b10c384_description(b10_path):
+    info = describe_katago(b10_path)
+    assert info["version"] == 15 and info["arch"] == "b10c384"
+    assert info["block_kinds"] == {"nested": 10, "attention": 20, "ffn": 20}
+    assert info["kind"] == "nbt transformer" and info["activation"] == "silu"
+    assert info["parameters"] == 10_545_753  # KataGo v1.17.2 loading it: "10545753 params"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_b10c384_agrees_with_katago_on_every_backend(b10_path, b10_reference, backend):
+    """The 300 development positions: policy KL mean <= 1e-4 (max <= 2e-3), top move 100%,
+    winrate and ownership mean absolute error <= 2e-3, score lead <= 0.05."""
+    ev = load_evaluator(b10_path, backend=backend, threads=2, cache=False)
+    rows = {}
+    for n in (19, 9):
+        recs = [r for r in b10_reference if r["board_size"] == n]
+        evals = []
+        for i in range(0, len(recs), 25):
+            evals.extend(ev.evaluate([replay_reference(r) for r in recs[i:i + 25]]))
+        ds = [compare(r, r["katago_raw_nn"], e, {}) for r, e in zip(recs, evals, strict=True)]
+        kls = [d["kl"] for d in ds]
+        rows[n] = {"kl_mean": float(np.mean(kls)), "kl_max": float(np.max(kls)),
+                   "top1": float(np.mean([d["top1"] for d in ds])),
+                   "value": float(np.mean([d["value"] for d in ds])),
+                   "lead": float(np.mean([d["lead"] for d in ds])),
+                   "ownership": float(np.mean([d["ownership"] for d in ds]))}
+    print(f"\nb10c384 vs KataGo on {backend}: {rows}")
+    for n, r in rows.items():
+        assert r["kl_mean"] <= 1e-4 and r["kl_max"] <= 2e-3, (n, r)
+        assert r["top1"] == 1.0, (n, r)
+        assert r["value"] <= 2e-3 and r["ownership"] <= 2e-3 and r["lead"] <= 0.05, (n, r)

@@ -53,7 +53,9 @@ def test_parameter_counts_by_hand():
     g = BlockDesc("gpool", "g", bn(2), conv, bn(2), conv, conv, bn(2),
                   MatMulDesc("m", 6, 2, np.zeros((6, 2), np.float32)))
     assert len(g.layers()) == 7 and g.layers()[2] is conv  # pre, conv1, gpool conv, bn, mul...
-    assert SUPPORTED_VERSIONS == (8,) and INPUT_FEATURES[8] == ("katago_v7", 22, 19)
+    # KataGo v1.17.2 (cpp/neuralnet/modelversion.cpp): versions 8 to 17 take inputs V7
+    assert tuple(range(8, 18)) == SUPPORTED_VERSIONS
+    assert all(INPUT_FEATURES[v] == ("katago_v7", 22, 19) for v in SUPPORTED_VERSIONS)
 
 
 @pytest.fixture(scope="module")

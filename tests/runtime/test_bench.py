@@ -74,3 +74,38 @@ def test_bench_runs_a_registered_backend_and_refuses_an_unknown_one(net, monkeyp
     assert all(r["evals_per_s"] > 0 for r in rows)
     with pytest.raises(KosumiError, match=r"unknown backend 'tpu'.*numpy-twin"):
         BenchPlan.parse([str(net)], "tpu", "2", "9")
+
+
+def test_bench_times_katago_itself_as_the_peer_in_the_same_run(tmp_path):
+    """A KataGo model on ONNX Runtime fp32 and fp16 and on KataGo's own engine (its benchmark
+    command, the oracle of its speed), one run."""
+    import gzip
+
+    from helpers import KATAGO_ENGINE, shared_path
+    from katago_writer import MODERN, KataGoWriter
+
+    engine = shared_path(KATAGO_ENGINE)
+    model = tmp_path / "tiny15.bin.gz"
+    model.write_bytes(gzip.compress(KataGoWriter(True, seed=2).model(version=15, blocks=MODERN)))
+    r = subprocess.run([sys.executable, "-m", "kosumi", "bench", str(model), "--backend",
+                        "onnxruntime,onnxruntime:fp16", "--batch", "1", "--size", "9",
+                        "--seconds", "0.02", "--rounds", "1", "--no-memory", "--json",
+                        "--katago", str(engine)],
+                       capture_output=True, text=True, timeout=600, check=False)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert [x["backend"] for x in rows] == ["onnxruntime", "onnxruntime:fp16", "katago"]
+    peer = rows[-1]
+    assert peer["evals_per_s"] > 0 and peer["katago_avg_batch"] == 1.0
+    assert peer["x_first"] == pytest.approx(peer["evals_per_s"] / rows[0]["evals_per_s"],
+                                            rel=0.01)
+
+
+def test_bench_refuses_a_bad_precision_and_a_missing_engine(net, tmp_path):
+    for args, words in ((["--backend", "onnxruntime:int4"], "fp32 or fp16"),
+                        (["--katago", str(tmp_path / "nope")], "--katago")):
+        r = subprocess.run([sys.executable, "-m", "kosumi", "bench", str(net), "--size", "9",
+                            "--batch", "1", "--no-memory", *args],
+                           capture_output=True, text=True, timeout=300, check=False)
+        assert r.returncode == 2 and words in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1

@@ -42,6 +42,7 @@ from typing import Any
 
 from kosumi.errors import KosumiError
 from kosumi.go.coords import MAX_SIZE, MIN_SIZE
+from kosumi.nets.katago_layout import validate_katago_layout
 
 CONFIG_VERSION = 1
 HEADS = ("conv", "lz", "katago")
@@ -50,7 +51,6 @@ VALUE_VIEWS = ("side_to_move", "black")
 #: the ``katago`` layout's integer fields (the block kinds are a list)
 KATAGO_LAYOUT_INTS = ("model_version", "mid_channels", "regular_channels", "dilated_channels",
                       "gpool_channels", "policy_gpool_channels", "initial_kernel")
-KATAGO_BLOCK_KINDS = ("ordinary", "gpool")
 LZ_BOARD_SIZE = 19
 MAX_BLOCKS, MAX_CHANNELS = 128, 1024
 
@@ -237,11 +237,7 @@ class NetConfig:
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise KosumiError(f"config field 'katago.{name}': {v!r} is not a non-negative "
                                   "integer")
-        kinds = lay.get("blocks")
-        if (not isinstance(kinds, list) or len(kinds) != self.blocks
-                or not all(k in KATAGO_BLOCK_KINDS for k in kinds)):
-            raise KosumiError(f"config field 'katago.blocks': must list {self.blocks} block kinds "
-                              f"({' or '.join(KATAGO_BLOCK_KINDS)})")
+        validate_katago_layout(lay, self.blocks)
         if self.features != "katago_v7" or self.value != "wdl" or self.value_view != "side_to_move":
             raise KosumiError("config field 'head': the katago head takes katago_v7 features "
                               "and a wdl value from the side to move's view")

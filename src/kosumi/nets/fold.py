@@ -21,7 +21,9 @@ kosumi nets (heads ``conv`` and ``lz``):
 KataGo nets (head ``katago``): its batch norms that follow a convolution (a block's middle and
 global-pooling norms, the policy and value head norms) are folded into it; the pre-activation
 norms of each block and the trunk tip sit on the residual stream and stay as per-channel
-``affine`` layers (``.scale``, ``.bias``).
+``affine`` layers (``.scale``, ``.bias``), as do a nested bottleneck block's pre and post norms;
+a transformer block's RMS-norm weight is folded into the 1x1 projections that read the norm (its
+input channels scaled), and learned rotary frequencies are copied as they are.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 
 from kosumi.errors import KosumiError
 from kosumi.nets.config import LZ_BOARD_SIZE, NetConfig
+from kosumi.nets.katago_layout import block_specs, walk
 
 BN_EPS = 1e-5  # kosumi's BatchNorm eps (nets.resnet.BN_EPS; kept here so folding needs no torch)
 SCORE_SCALE = 20.0  # nets.resnet.SCORE_SCALE
@@ -149,21 +152,44 @@ def _fold_katago(config: NetConfig, t: dict[str, np.ndarray]) -> dict[str, np.nd
         out[f"{name}.scale"] = _f64(t, f"{name}.scale")
         out[f"{name}.bias"] = _f64(t, f"{name}.bias")
 
+    def point_scaled(name: str, norm: str) -> None:  # a 1x1 conv reading a weighted rms norm
+        w = _f64(t, f"{name}.weight") * _f64(t, f"{norm}.scale").reshape(1, -1, 1, 1)
+        out[f"{name}.weight"] = w
+        out[f"{name}.bias"] = np.zeros(w.shape[0])
+
     plain("conv1")
     plain("global_in")
-    for i, kind in enumerate(config.katago["blocks"]):
-        p = f"blocks.{i}"
-        affine(f"{p}.pre")
-        if kind == "gpool":
-            conv_affine(f"{p}.gconv", f"{p}.gbn")
-            conv_affine(f"{p}.conv1", f"{p}.mid", f"{p}.gmul")
+    for p, spec, _ in walk(block_specs(config.katago)):
+        kind = spec["kind"]
+        if kind in ("ordinary", "gpool"):
+            affine(f"{p}.pre")
+            if kind == "gpool":
+                conv_affine(f"{p}.gconv", f"{p}.gbn")
+                conv_affine(f"{p}.conv1", f"{p}.mid", f"{p}.gmul")
+            else:
+                conv_affine(f"{p}.conv1", f"{p}.mid")
+            plain(f"{p}.conv2")
+        elif kind == "nested":
+            affine(f"{p}.pre")
+            plain(f"{p}.conv_in")
+            affine(f"{p}.post")
+            plain(f"{p}.conv_out")
+        elif kind == "attention":
+            for w in ("q", "k", "v"):
+                point_scaled(f"{p}.{w}", f"{p}.norm")
+            plain(f"{p}.out")
+            if spec["rope"] == "learned":
+                out[f"{p}.rope_freqs"] = _f64(t, f"{p}.rope_freqs")
         else:
-            conv_affine(f"{p}.conv1", f"{p}.mid")
-        plain(f"{p}.conv2")
+            point_scaled(f"{p}.w1", f"{p}.norm")
+            if spec["gated"]:
+                point_scaled(f"{p}.gate", f"{p}.norm")
+            plain(f"{p}.w2")
     affine("tip")
     conv_affine("g1", "g1_bn")
     conv_affine("p1", "p1_bn", "g1_bias")
-    for name in ("p2", "g1_pass", "v2", "v3", "sv3", "own"):
+    passes = ("g1_pass", "pass2") if config.katago.get("pass_hidden", 0) else ("g1_pass",)
+    for name in ("p2", *passes, "v2", "v3", "sv3", "own"):
         plain(name)
     conv_affine("v1", "v1_bn")
     return out

@@ -148,7 +148,124 @@ class _OnnxBuilder:
             return self.op("Concat", xs, axis=1)
         if op == "squeeze":
             return self.op("Squeeze", [xs[0], self.const("axis_1", [1], np.int64)])
+        return self.transformer_node(n, xs)
+
+    # ---------------------------------------------------------------- transformer ops
+    def transformer_node(self, n: Node, xs: list[str]) -> str:
+        """The ops of KataGo's later nets: SiLU, Mish, product, RMS norm, attention."""
+        op = n.op
+        if op == "silu":
+            return self.op("Mul", [xs[0], self.op("Sigmoid", xs)])
+        if op == "mish":
+            return self.op("Mul", [xs[0], self.op("Tanh", [self.op("Softplus", xs)])])
+        if op == "mul":
+            return self.op("Mul", xs)
+        if op == "rmsnorm":
+            return self.rmsnorm(xs[0], n)
+        if op == "attention":
+            return self.attention(n, *xs)
         raise KosumiError(f"ONNX export: unknown op {op!r} in layer {n.name}")
+
+    def to_float(self, x: str) -> str:
+        """x in float32 (a Cast in an fp16 model): norms and softmax run in float32."""
+        return self.op("Cast", [x], to=self.TP.FLOAT) if self.dtype == np.float16 else x
+
+    def from_float(self, x: str) -> str:
+        return self.op("Cast", [x], to=self.elem) if self.dtype == np.float16 else x
+
+    def rmsnorm(self, x: str, n: Node) -> str:
+        xf = self.to_float(x)
+        axes = [1, 2, 3] if n.attrs["spatial"] else [1]
+        ms = self.op("ReduceMean", [self.op("Mul", [xf, xf])], axes=axes, keepdims=1)
+        eps = self.const(f"{n.name}.eps", np.float32(n.attrs["eps"]), np.float32)
+        return self.from_float(self.op("Div", [xf, self.op("Sqrt", [self.op("Add", [ms, eps])])]))
+
+    def _heads(self, x: str, heads: int, dim: int) -> str:
+        """[B, heads*dim, N, N] -> [B, heads, T, dim]."""
+        shape = self.const(f"shape_heads_{heads}_{dim}", [0, heads, dim, -1], np.int64)
+        return self.op("Transpose", [self.op("Reshape", [x, shape])], perm=[0, 1, 3, 2])
+
+    def _rope_tables(self, n: Node, q: str) -> tuple[str, str]:
+        """cos, sin [K or 1, T, D/2] of the board's points, from q's board size (float32)."""
+        a = n.attrs
+        i64 = np.int64
+        side = self.op("Gather", [self.op("Shape", [q]), self.const("idx_2", 2, i64)], axis=0)
+        pos = self.op("Range", [self.const("zero_i", 0, i64), self.op("Mul", [side, side]),
+                                self.const("one_i", 1, i64)])
+        fl = self.TP.FLOAT
+        col = self.op("Cast", [self.op("Mod", [pos, side])], to=fl)
+        row = self.op("Cast", [self.op("Div", [pos, side])], to=fl)
+        ax = self.const("axes_0_2", [0, 2], i64)
+        col, row = self.op("Unsqueeze", [col, ax]), self.op("Unsqueeze", [row, ax])  # [1,T,1]
+        if a["rope"] == "learned":
+            f = np.asarray(self.t[f"{n.name}.rope_freqs"], dtype=np.float32)  # [K, D/2, 2]
+            fx = self.const(f"{n.name}.rope_fx", f[:, None, :, 0], np.float32)
+            fy = self.const(f"{n.name}.rope_fy", f[:, None, :, 1], np.float32)
+            ang = self.op("Add", [self.op("Mul", [col, fx]), self.op("Mul", [row, fy])])
+        else:
+            pairs = a["q_dim"] // 2
+            inv = 1.0 / np.power(np.float32(a["rope_theta"]),
+                                 2 * np.arange(pairs // 2, dtype=np.float32) / pairs)
+            z = np.zeros(pairs // 2, np.float32)
+            fy = self.const(f"{n.name}.rope_fy", np.concatenate((inv, z))[None, None], np.float32)
+            fx = self.const(f"{n.name}.rope_fx", np.concatenate((z, inv))[None, None], np.float32)
+            ang = self.op("Add", [self.op("Mul", [col, fx]), self.op("Mul", [row, fy])])
+        return self.op("Cos", [ang]), self.op("Sin", [ang])
+
+    def _rotate(self, x: str, cos: str, sin: str, dim: int) -> str:
+        """x [B, h, T, D] float32: channel pairs (2p, 2p+1) turned by cos/sin [h or 1, T, D/2]."""
+        i64 = np.int64
+        pairs = self.op("Reshape", [x, self.const(f"shape_pairs_{dim}", [0, 0, 0, dim // 2, 2],
+                                                  i64)])
+        x0 = self.op("Gather", [pairs, self.const("zero_i", 0, i64)], axis=4)
+        x1 = self.op("Gather", [pairs, self.const("one_i", 1, i64)], axis=4)
+        y0 = self.op("Sub", [self.op("Mul", [x0, cos]), self.op("Mul", [x1, sin])])
+        y1 = self.op("Add", [self.op("Mul", [x0, sin]), self.op("Mul", [x1, cos])])
+        last = self.const("axis_last", [-1], i64)
+        y = self.op("Concat", [self.op("Unsqueeze", [y0, last]), self.op("Unsqueeze", [y1, last])],
+                    axis=-1)
+        return self.op("Reshape", [y, self.const(f"shape_unpair_{dim}", [0, 0, 0, dim], i64)])
+
+    def _repeat_heads(self, x: str, heads: int, group: int, dim: int) -> str:
+        """[B, K, T, D] -> [B, heads = K*group, T, D], each KV head repeated for its group."""
+        i64 = np.int64
+        y = self.op("Unsqueeze", [x, self.const("axis_2", [2], i64)])
+        y = self.op("Expand", [y, self.const(f"expand_{group}", [1, 1, group, 1, 1], i64)])
+        return self.op("Reshape", [y, self.const(f"shape_merge_{heads}_{dim}",
+                                                 [0, heads, -1, dim], i64)])
+
+    def attention(self, n: Node, q: str, k: str, v: str) -> str:
+        a = n.attrs
+        h, kv, d, e = a["heads"], a["kv_heads"], a["q_dim"], a["v_dim"]
+        qh = self.to_float(self._heads(q, h, d))
+        kh = self.to_float(self._heads(k, kv, d))
+        vh = self._heads(v, kv, e)
+        if a["rope"] != "none":
+            cos, sin = self._rope_tables(n, q)
+            kh = self._rotate(kh, cos, sin, d)
+            if a["rope"] == "learned" and kv > 1 and h != kv:
+                i64 = np.int64
+                half = [d // 2]
+                cos, sin = (self.op("Reshape", [self.op("Expand", [
+                    self.op("Unsqueeze", [c, self.const("axis_1", [1], i64)]),
+                    self.const(f"expand_rope_{h // kv}", [1, h // kv, 1, 1], i64)]),
+                    self.const(f"shape_rope_{h}_{d}", [h, -1, *half], i64)]) for c in (cos, sin))
+            qh = self._rotate(qh, cos, sin, d)
+        if kv != h:
+            kh = self._repeat_heads(kh, h, h // kv, d)
+            vh = self._repeat_heads(vh, h, h // kv, e)
+        scores = self.op("MatMul", [qh, self.op("Transpose", [kh], perm=[0, 1, 3, 2])])
+        scale = self.const(f"scale_{d}", np.float32(1.0 / np.sqrt(d)), np.float32)
+        w = self.from_float(self.op("Softmax", [self.op("Mul", [scores, scale])], axis=-1))
+        o = self.op("Transpose", [self.op("MatMul", [w, vh])], perm=[0, 1, 3, 2])  # [B,H,E,T]
+        i64 = np.int64
+        qs = self.op("Shape", [q])
+        shape = self.op("Concat", [
+            self.op("Slice", [qs, self.const("zero_1", [0], i64), self.const("one_1", [1], i64)]),
+            self.const(f"channels_{h * e}", [h * e], i64),
+            self.op("Slice", [qs, self.const("two_1", [2], i64), self.const("four_1", [4], i64)])],
+            axis=0)
+        return self.op("Reshape", [o, shape])
 
 
 class _QdqBuilder(_OnnxBuilder):
@@ -327,7 +444,8 @@ def _output_dims(name: str, config: NetConfig, size: str | int) -> list[str | in
     moves = "moves" if isinstance(size, str) else size * size + 1
     dims: dict[str, list[str | int]] = {
         "policy": ["batch", moves], "value": ["batch", config.value_outputs],
-        "score_lead": ["batch"], "ownership": ["batch", points], "score": ["batch", 4]}
+        "score_lead": ["batch"], "ownership": ["batch", points],
+        "score": ["batch", int(config.katago.get("score_channels", 4))]}
     return dims[name]
 
 

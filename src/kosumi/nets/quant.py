@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from kosumi.errors import KosumiError
-from kosumi.nets.graph import WEIGHTED_OPS, Graph, Node
+from kosumi.nets.graph import WEIGHTED_OPS, Graph, Node, float_tensors
 
 SCHEME_VERSION = 1
 INT32_MAX = 2**31 - 1
@@ -383,8 +383,7 @@ def _fp16_tensors(graph: Graph) -> dict[str, str]:
     for n in graph.nodes:
         if n.op in WEIGHTED_OPS:
             expected[f"{n.name}.weight"] = expected[f"{n.name}.bias"] = "f"
-        elif n.op == "affine":
-            expected[f"{n.name}.scale"] = expected[f"{n.name}.bias"] = "f"
+        expected.update(dict.fromkeys(float_tensors(n), "f"))
     return expected
 
 
@@ -394,8 +393,7 @@ def _int8_tensors(plan: IntegerPlan, scheme: QuantScheme, source: str) -> dict[s
     expected: dict[str, str] = {}
     for st in plan.steps:
         n = st.node
-        if n.op == "affine":
-            expected[f"{n.name}.scale"] = expected[f"{n.name}.bias"] = "f"
+        expected.update(dict.fromkeys(float_tensors(n), "f"))
         if n.op not in WEIGHTED_OPS:
             continue
         if not st.integer:

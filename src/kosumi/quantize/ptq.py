@@ -46,7 +46,7 @@ from kosumi.nets.checkpoint import Checkpoint
 from kosumi.nets.config import NetConfig
 from kosumi.nets.features import get_feature_set
 from kosumi.nets.fold import fold_batchnorm
-from kosumi.nets.graph import WEIGHTED_OPS, Graph, inference_graph
+from kosumi.nets.graph import WEIGHTED_OPS, Graph, float_tensors, inference_graph
 from kosumi.nets.quant import (
     ActQuant,
     QuantScheme,
@@ -210,9 +210,8 @@ def build_quantized(config: NetConfig, folded: dict[str, np.ndarray], layers: di
             adds[n.name] = add_multipliers(sa / sy, sb / sy)
             if max(abs(adds[n.name]["ma"]), abs(adds[n.name]["mb"])) > 2**31:
                 raise KosumiError(f"layer {n.name}: its add rescale overflows int32")
-        elif n.op == "affine":
-            tensors[f"{n.name}.scale"] = folded[f"{n.name}.scale"].astype(np.float32)
-            tensors[f"{n.name}.bias"] = folded[f"{n.name}.bias"].astype(np.float32)
+        for name in float_tensors(n):  # affine scales and biases, rotary frequencies
+            tensors[name] = folded[name].astype(np.float32)
     kinds = {a.dtype for a in acts.values()}
     scheme = QuantScheme(bits=8, layers=dict(layers), acts=acts, adds=adds,
                          weight_max=weight_max, info=dict(info or {}),
@@ -228,7 +227,9 @@ def fp16_net(config: NetConfig, folded: dict[str, np.ndarray],
     big = [k for k, v in folded.items() if np.abs(v).max() > 65504]
     if big:
         raise KosumiError(f"tensor {big[0]!r} has values beyond float16's range")
-    tensors = {k: v.astype(np.float16) for k, v in folded.items()}
+    keep = {name for n in inference_graph(config).nodes if n.op == "attention"
+            for name in float_tensors(n)}  # rotary frequencies: float32 (angles up to 18x)
+    tensors = {k: v.astype(np.float32 if k in keep else np.float16) for k, v in folded.items()}
     return Checkpoint(config=replace(config, quantization=scheme.to_dict(), extra_tensors=[]),
                       tensors=tensors, metadata={})
 

@@ -173,6 +173,24 @@ class FakeQuantGraph(nn.Module):
             return torch.cat(xs, dim=1)
         if op == "squeeze":
             return xs[0][:, 0]
+        return self._transformer_op(n, xs)
+
+    def _transformer_op(self, n: Any, xs: list[torch.Tensor]) -> torch.Tensor:
+        """The ops of KataGo's later nets, as ``kosumi.nets.katago_net`` runs them."""
+        from kosumi.nets.katago_net import act_fn, attend
+
+        op = n.op
+        if op in ("silu", "mish"):
+            return act_fn(op)(xs[0])
+        if op == "mul":
+            return xs[0] * xs[1]
+        if op == "rmsnorm":
+            dims = (1, 2, 3) if n.attrs["spatial"] else (1,)
+            return xs[0] * torch.rsqrt((xs[0] * xs[0]).mean(dim=dims, keepdim=True)
+                                       + n.attrs["eps"])
+        if op == "attention":
+            freqs = self.tensor(f"{n.name}.rope_freqs") if n.attrs["rope"] == "learned" else None
+            return attend(xs[0], xs[1], xs[2], n.attrs, freqs)
         raise KosumiError(f"QAT: unknown op {op!r} in layer {n.name}")
 
 

@@ -8,6 +8,11 @@ machine (another job, a clock change) hurts every row alike; latencies of all ro
 Ratios against the first backend of the same model, batch and size are in the same table, and
 only they compare across machines.
 
+With ``katago`` (the path of a KataGo engine), every KataGo model of the plan is also timed by
+KataGo itself in the same run: its ``benchmark`` command on the same board sizes, one search
+thread per batch slot with that fixed batch size, pinned to one core (``taskset -c 0``, as the
+plan's one thread), and its ``nnEvals/s`` reported as the row of backend ``katago`` -- the peer.
+
 Peak memory is measured per (model, backend) in a fresh process (``python -m
 kosumi.runtime.bench --probe ...``) that loads the model and runs its largest cell: its peak
 resident set, and the part of it above the interpreter with kosumi imported.
@@ -60,6 +65,8 @@ class BenchPlan:
     rounds: int = 5
     memory: bool = True
     seed: int = 0
+    katago: str | None = None  # a KataGo engine to time the KataGo models on, as the peer
+    katago_config: str | None = None  # its config (default: katago-gtp.cfg beside it)
 
     @classmethod
     def parse(cls, models: list[str], backends: str, batches: str, sizes: str,
@@ -69,9 +76,12 @@ class BenchPlan:
         names = [b.strip() for b in backends.split(",") if b.strip()]
         known = ["auto", *BACKENDS]  # registered backends too (register_backend)
         for b in names:
-            if b not in known:
-                raise KosumiError(f"--backend: unknown backend {b!r} (known: "
+            name, _, precision = b.partition(":")
+            if name not in known:
+                raise KosumiError(f"--backend: unknown backend {name!r} (known: "
                                   f"{', '.join(known)})")
+            if precision and precision not in ("fp32", "fp16"):
+                raise KosumiError(f"--backend {b}: the precision after ':' is fp32 or fp16")
         return cls(models=list(models), backends=names or ["auto"],
                    batches=_ints(batches, "batch"), sizes=_ints(sizes, "size"), **kw)
 
@@ -107,8 +117,9 @@ class _Cell:
 def _open(model: str, backend: str, plan: BenchPlan) -> Any:
     from kosumi.runtime.loader import open_evaluator
 
-    options = LoadOptions(backend=backend, threads=plan.threads, device=plan.device,
-                          precision=plan.precision)
+    name, _, precision = backend.partition(":")  # "onnxruntime:fp16": that backend's fp16
+    options = LoadOptions(backend=name, threads=plan.threads, device=plan.device,
+                          precision=precision or plan.precision)
     return open_evaluator(Path(model), options)
 
 
@@ -137,6 +148,8 @@ def run_bench(plan: BenchPlan, progress: bool = False) -> dict[str, Any]:
     """Time every cell of ``plan``; a JSON-able report (``format_bench`` prints it)."""
     from kosumi.runtime.cpu import cpu_capabilities
 
+    if plan.katago:
+        _katago_paths(plan)  # before anything is timed
     pairs: list[tuple[str, str]] = []
     for model in plan.models:
         for b in plan.backends:
@@ -155,6 +168,8 @@ def run_bench(plan: BenchPlan, progress: bool = False) -> dict[str, Any]:
         for model, backend in opened:
             memory[(model, backend)] = probe_memory(model, backend, plan)
     rows = [_row(cell, memory.get((cell.model, cell.backend))) for cell in cells]
+    if plan.katago:
+        rows += katago_rows(plan, skipped, progress)
     _add_ratios(rows)
     return {"machine": {"cpu": cpu_capabilities(), "platform": platform.platform(),
                         **_versions()},
@@ -213,6 +228,63 @@ def _time_cells(plan: BenchPlan, cells: list[_Cell], progress: bool) -> None:
                 bar.advance(1, info=f"round {r + 1}/{plan.rounds}")
 
 
+def _katago_paths(plan: BenchPlan) -> tuple[Path, Path]:
+    """The KataGo engine and config of the plan; KosumiError naming the option if absent."""
+    engine = Path(str(plan.katago))
+    if not engine.is_file():
+        raise KosumiError(f"--katago: {engine} is not a file (KataGo's engine binary)")
+    config = Path(plan.katago_config) if plan.katago_config else \
+        engine.parent / "katago-gtp.cfg"
+    if not config.is_file():
+        raise KosumiError(f"--katago-config: {config} is not a file (a KataGo GTP config)")
+    return engine, config
+
+
+def katago_rows(plan: BenchPlan, skipped: list[str], progress: bool = False
+                ) -> list[dict[str, Any]]:
+    """KataGo's own evaluation speed for each KataGo model of the plan (see the module
+    docstring); a model KataGo cannot read is noted in ``skipped``."""
+    import re
+    import shutil
+    import tempfile
+
+    from kosumi.nets.katago import is_katago_file
+
+    engine, config = _katago_paths(plan)
+    pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
+    rows = []
+    for model in plan.models:
+        if not Path(model).is_file() or not is_katago_file(model):
+            continue
+        for size in plan.sizes:
+            for batch in plan.batches:
+                visits = max(40, 8 * batch)
+                with tempfile.TemporaryDirectory() as logs:
+                    cmd = [*pin, str(engine), "benchmark", "-model", str(model), "-config",
+                           str(config), "-t", str(batch), "-fixed-batch-size", str(batch),
+                           "-v", str(visits), "-n", "2", "-boardsize", str(size),
+                           "-override-config", f"logDir={logs},numEigenThreadsPerModel=1"]
+                    try:
+                        out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+                    except (OSError, subprocess.TimeoutExpired) as e:
+                        skipped.append(f"KataGo benchmark of {model}: {e}")
+                        continue
+                found = re.findall(r"nnEvals/s = ([0-9.]+).*?avgBatchSize = ([0-9.]+)",
+                                   out.stdout)
+                if out.returncode != 0 or not found:
+                    tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
+                    skipped.append(f"KataGo benchmark of {model} on {size}x{size}: {tail[0]}")
+                    continue
+                evals, avg_batch = (float(x) for x in found[-1])
+                rows.append({"model": model, "backend": "katago", "batch": batch, "size": size,
+                             "evals_per_s": round(evals, 1), "katago_avg_batch": avg_batch,
+                             "katago_visits": visits})
+                if progress:
+                    print(f"KataGo {Path(model).name} {size}x{size} batch {batch}: "
+                          f"{evals:.1f} evals/s", file=sys.stderr)
+    return rows
+
+
 def _row(cell: _Cell, memory: dict[str, float] | None) -> dict[str, Any]:
     t = np.array(cell.times)
     row: dict[str, Any] = {
@@ -262,7 +334,8 @@ def format_bench(report: dict[str, Any]) -> str:
     for r in report["rows"]:
         table.add_row(Path(r["model"]).name, r["backend"], str(r["batch"]), str(r["size"]),
                       f"{r['evals_per_s']:,.1f}", f"{r['x_first']:.2f}",
-                      f"{r['latency_ms_p50']:.2f}", f"{r['latency_ms_p99']:.2f}",
+                      f"{r['latency_ms_p50']:.2f}" if "latency_ms_p50" in r else "-",
+                      f"{r['latency_ms_p99']:.2f}" if "latency_ms_p99" in r else "-",
                       f"{r['peak_rss_mb']:.0f}" if "peak_rss_mb" in r else "-",
                       f"{r['model_rss_mb']:.0f}" if "model_rss_mb" in r else "-")
     buf = StringIO()
@@ -276,6 +349,9 @@ def format_bench(report: dict[str, Any]) -> str:
                         if r.get("int8_weights") == form})
         if names:
             console.print(f"{why}: {', '.join(names)}")
+    if any(r["backend"] == "katago" for r in report["rows"]):
+        console.print("katago: KataGo's own benchmark (nnEvals/s; one search thread per batch "
+                      "slot, fixed batch, pinned to one core)")
     for s in report.get("skipped", []):
         console.print(f"skipped: {s}")
     return buf.getvalue().rstrip()

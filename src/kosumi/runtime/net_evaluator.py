@@ -17,8 +17,9 @@ Value conventions (side to move's view):
 The ``katago`` head adapter applies KataGo's own post-processing to its raw outputs, the same
 for every backend: without simple ko (positional superko) there is no "no result", so its logit
 is dropped before the softmax; score mean = raw0 * 20, stdev = softplus(raw1) * 20, lead =
-raw2 * 20, mean and lead then multiplied by (1 - noResult) (a no-result scores 0), as KataGo
-reports them.
+raw2 * 20 (20: each multiplier of model versions before 13; later files give their own, kept in
+the config's ``katago.post``), mean and lead then multiplied by (1 - noResult) (a no-result
+scores 0), as KataGo reports them.
 
 With ``symmetries=8`` the result is exactly equivariant: evaluating a transformed position gives
 the transformed policy/ownership (up to float rounding) and the same value. ``symmetries=k < 8``
@@ -40,6 +41,7 @@ from kosumi.go.board import KO_SIMPLE, GameState
 from kosumi.go.coords import WHITE, symmetry_permutation
 from kosumi.nets.config import NetConfig
 from kosumi.nets.features import get_feature_set
+from kosumi.nets.katago_layout import DEFAULT_POST
 from kosumi.runtime.backend import Backend
 from kosumi.runtime.evaluator import (
     Evaluation,
@@ -60,7 +62,6 @@ def wdl_probabilities(value: np.ndarray) -> np.ndarray:
     return p
 
 
-KATAGO_SCORE_MULT = 20.0  # mean, stdev and lead are predicted / 20
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:
@@ -95,6 +96,8 @@ class NetEvaluator(Evaluator):
                 raise KosumiError(f"symmetries must be indices 0..7, not {list(symmetries)}")
         self.backend = backend
         self.config = config
+        post = config.katago.get("post", DEFAULT_POST)  # mean, stdev, lead are predicted / these
+        self._score_mult = (post["score_mean"], post["score_stdev"], post["lead"])
         self.features = get_feature_set(config.features)
         self.symmetries = syms
         self.name = name
@@ -168,11 +171,12 @@ class NetEvaluator(Evaluator):
         lead = None if lead is None else lead.reshape(k, bsz)
         means = stdevs = None
         if katago:
-            sc = out["score"].reshape(k, bsz, 4).astype(np.float64)
+            sc = out["score"].reshape(k, bsz, -1).astype(np.float64)
             keep = 1.0 - wdl_k[..., 2]
-            lead = sc[..., 2] * KATAGO_SCORE_MULT * keep
-            means = (sc[..., 0] * KATAGO_SCORE_MULT * keep).mean(axis=0).tolist()
-            stdevs = (_softplus(sc[..., 1]) * KATAGO_SCORE_MULT).mean(axis=0).tolist()
+            mean_mult, stdev_mult, lead_mult = self._score_mult
+            lead = sc[..., 2] * lead_mult * keep
+            means = (sc[..., 0] * mean_mult * keep).mean(axis=0).tolist()
+            stdevs = (_softplus(sc[..., 1]) * stdev_mult).mean(axis=0).tolist()
         if k == 1:
             policy = policy[0]
             values = value_k[0].tolist()

@@ -81,4 +81,74 @@ def float_op(node: Node, xs: list[np.ndarray], t: dict[str, np.ndarray],
         return np.concatenate(xs, axis=1)
     if op == "squeeze":
         return xs[0][:, 0]
+    return transformer_op(node, xs, t)
+
+
+def transformer_op(node: Node, xs: list[np.ndarray], t: dict[str, np.ndarray]) -> np.ndarray:
+    """The ops of KataGo's later nets (SiLU, Mish, product, RMS norm, attention) in float32."""
+    op = node.op
+    if op == "silu":  # x * sigmoid(x), written without an overflowing exp
+        return xs[0] * (0.5 + 0.5 * np.tanh(0.5 * xs[0]))
+    if op == "mish":
+        return xs[0] * np.tanh(np.logaddexp(np.float32(0.0), xs[0]))
+    if op == "mul":
+        return xs[0] * xs[1]
+    if op == "rmsnorm":
+        x = xs[0]
+        axes = (1, 2, 3) if node.attrs["spatial"] else (3,)
+        ms = np.mean(np.square(x, dtype=np.float32), axis=axes, keepdims=True)
+        return x / np.sqrt(ms + np.float32(node.attrs["eps"]))
+    if op == "attention":
+        return attention_nhwc(xs[0], xs[1], xs[2], node.attrs,
+                              t.get(f"{node.name}.rope_freqs"))
     raise KosumiError(f"numpy backend: unknown op {op!r} in layer {node.name}")
+
+
+def rope_angles(attrs: dict[str, Any], freqs: np.ndarray | None, n: int) -> np.ndarray:
+    """Rotation angles [kv_heads or 1, T, q_dim/2] of the n*n points (row-major from the
+    top-left; ``kosumi.nets.graph``'s attention op)."""
+    pos = np.arange(n * n)
+    xs, ys = (pos % n).astype(np.float32), (pos // n).astype(np.float32)
+    if attrs["rope"] == "learned":
+        assert freqs is not None
+        f = np.asarray(freqs, dtype=np.float32)  # [K, D/2, 2]
+        return xs[None, :, None] * f[:, None, :, 0] + ys[None, :, None] * f[:, None, :, 1]
+    pairs = attrs["q_dim"] // 2
+    half = pairs // 2
+    inv = (1.0 / np.power(np.float32(attrs["rope_theta"]),
+                          2 * np.arange(half, dtype=np.float32) / pairs)).astype(np.float32)
+    return np.concatenate((ys[:, None] * inv, xs[:, None] * inv), axis=1)[None]
+
+
+def _rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """x [B, heads, T, D]: channel pairs (2p, 2p+1) turned by cos/sin [heads or 1, T, D/2]."""
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    out = np.empty_like(x)
+    out[..., 0::2] = x0 * cos - x1 * sin
+    out[..., 1::2] = x0 * sin + x1 * cos
+    return out
+
+
+def attention_nhwc(q: np.ndarray, k: np.ndarray, v: np.ndarray, attrs: dict[str, Any],
+                   freqs: np.ndarray | None) -> np.ndarray:
+    """The graph's attention op on channels-last q, k, v [B, N, N, *] -> [B, N, N, H*E]."""
+    b, n, _, _ = q.shape
+    h, kv, d, e = attrs["heads"], attrs["kv_heads"], attrs["q_dim"], attrs["v_dim"]
+    t = n * n
+    qh = q.reshape(b, t, h, d).transpose(0, 2, 1, 3)
+    kh = k.reshape(b, t, kv, d).transpose(0, 2, 1, 3)
+    vh = v.reshape(b, t, kv, e).transpose(0, 2, 1, 3)
+    if attrs["rope"] != "none":
+        ang = rope_angles(attrs, freqs, n)
+        cos, sin = np.cos(ang), np.sin(ang)
+        kh = _rotate(kh, cos, sin)
+        if ang.shape[0] > 1:
+            cos, sin = np.repeat(cos, h // kv, axis=0), np.repeat(sin, h // kv, axis=0)
+        qh = _rotate(qh, cos, sin)
+    if kv != h:
+        kh, vh = np.repeat(kh, h // kv, axis=1), np.repeat(vh, h // kv, axis=1)
+    scores = (qh @ kh.transpose(0, 1, 3, 2)) * np.float32(1.0 / np.sqrt(d))
+    scores -= scores.max(axis=-1, keepdims=True)
+    w = np.exp(scores)
+    w /= w.sum(axis=-1, keepdims=True)
+    return (w @ vh).transpose(0, 2, 1, 3).reshape(b, n, n, h * e)

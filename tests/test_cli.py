@@ -39,3 +39,46 @@ def test_init_lz_and_bad_options(tmp_path):
     assert_one_line_error(cli("init", "--arch", "big", "--out", tmp_path / "x"), "'arch'")
     assert_one_line_error(cli("init", "--board-sizes", "9,x", "--out", tmp_path / "x"),
                           "board_sizes")
+
+
+def test_a_modern_katago_net_goes_through_every_command(tmp_path):
+    """A model-version-15 net (nested bottleneck, attention, feed-forward blocks) through inspect,
+    analyze (checked against the real KataGo's kata-raw-nn), gtp, selfplay, label, distill and
+    export (its pack analysed on numpy gives KataGo's policy too)."""
+    import gzip
+    import json
+    import subprocess
+    import sys
+
+    from helpers import katago_raw_nn
+    from katago_writer import MODERN, KataGoWriter
+
+    net = tmp_path / "v15.bin.gz"
+    net.write_bytes(gzip.compress(KataGoWriter(True, seed=5, scale=0.5).model(
+        version=15, blocks=MODERN)))
+    rec = {"board_size": 9, "komi": 7.0, "moves": [["B", "E5"], ["W", "C3"]]}
+    k = katago_raw_nn(net, [rec], tmp_path)[0]
+    ref = np.array([0.0 if p is None else p for p in k["policy"]] + [k["policyPass"]])
+    r = cli("inspect", net)
+    assert r.exit_code == 0 and "nbt transformer" in r.stdout and "version:         15" in r.stdout
+    pack = tmp_path / "v15.kpk"
+    assert cli("export", net, "--format", "pack", "--out", pack).exit_code == 0
+    for model, backend in ((net, "onnxruntime"), (net, "torch"), (pack, "numpy")):
+        r = cli("analyze", "--model", model, "--moves", "E5 C3", "--size", 9, "--json",
+                "--backend", backend)
+        assert r.exit_code == 0, r.output
+        got = json.loads(r.stdout.splitlines()[-1])
+        np.testing.assert_allclose(got["policy"] + [got["policy_pass"]], ref, atol=1e-5)
+    gtp = subprocess.run([sys.executable, "-m", "kosumi", "gtp", "--model", str(net), "--visits",
+                          "8"], input="boardsize 9\nclear_board\ngenmove b\nquit\n",
+                         capture_output=True, text=True, timeout=300)
+    assert gtp.returncode == 0 and "= " in gtp.stdout and "?" not in gtp.stdout
+    pos, lab = tmp_path / "pos", tmp_path / "lab"
+    assert cli("selfplay", "--model", net, "--games", 1, "--size", 7, "--policy-temperature", 1,
+               "--max-moves", 12, "--out", pos).exit_code == 0
+    assert cli("label", "--teacher", net, "--positions", pos, "--out", lab).exit_code == 0
+    student = tmp_path / "student.safetensors"
+    r = cli("distill", "--teacher", net, "--data", lab, "--student", "b1c8", "--steps", 2,
+            "--batch", 4, "--quiet", "--out", student)
+    assert r.exit_code == 0, r.output
+    assert student.is_file()

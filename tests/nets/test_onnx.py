@@ -242,3 +242,43 @@ def test_a_float_stem_starts_the_int8_stream_with_an_exact_identity(int8_net_b2c
     assert transposes[1] < transposes[0], transposes  # b2c16: 3 against 4; b6c64: 3 against 14
     for a, b in zip(*runs, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_a_transformer_net_is_plain_opset_17_with_dynamic_batch_and_size(tmp_path, precision):
+    """Attention, rotary embeddings, RMS norms and SwiGLU in standard ONNX operators (no custom
+    domain, opset 17), batch and board size dynamic: one file runs 9x9 and 13x13 batches and
+    gives the torch module's outputs."""
+    import gzip
+
+    import torch
+    from katago_writer import MODERN, KataGoWriter
+
+    from kosumi.nets.checkpoint import build_net
+    from kosumi.nets.katago import read_katago_model
+
+    net = tmp_path / "v15.bin.gz"
+    net.write_bytes(gzip.compress(KataGoWriter(True, seed=6).model(version=15, blocks=MODERN)))
+    out = tmp_path / f"v15-{precision}.onnx"
+    r = CliRunner().invoke(app, ["export", str(net), "--format", "onnx", "--precision",
+                                 precision, "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    model = onnx.load(str(out))
+    assert [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] == [OPSET]
+    assert all(n.domain in ("", "ai.onnx") for n in model.graph.node)
+    ops = {n.op_type for n in model.graph.node}
+    assert {"Softmax", "Cos", "Sin", "MatMul", "ReduceMean", "Sigmoid"} <= ops
+    dims = [d.dim_param for d in model.graph.input[0].type.tensor_type.shape.dim]
+    assert dims[0] == "batch" and dims[2] == dims[3] == "size"
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    torch_net = build_net(read_katago_model(net))
+    fs = get_feature_set("katago_v7")
+    for size, batch in ((9, 3), (13, 2)):
+        planes, glob = fs.encode(bench_states(size, batch, seed=size))
+        got = dict(zip([o.name for o in sess.get_outputs()],
+                       sess.run(None, {"planes": planes, "globals": glob}), strict=True))
+        with torch.no_grad():
+            want = torch_net(torch.from_numpy(planes), torch.from_numpy(glob))
+        tol = 1e-4 if precision == "fp32" else 3e-2
+        for key, value in want.items():
+            np.testing.assert_allclose(got[key], value.numpy(), atol=tol, rtol=tol)

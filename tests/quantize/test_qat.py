@@ -253,3 +253,28 @@ def test_a_qat_run_that_made_the_net_worse_says_so(setup, tmp_path):
     assert info["qat"]["sqnr_db"] < info["qat"]["ptq"]["sqnr_db"] - 3, info["qat"]
     assert info["qat"]["worse_than_ptq"] is True
     assert "QAT made it worse" in " ".join(r.output.split())
+
+
+def test_the_float_graph_of_a_transformer_net_is_katagos_net(tmp_path):
+    """QAT's torch graph runs KataGo's later ops (RMS norm, attention with rotary embeddings and
+    grouped KV heads, SiLU, products): unquantized, it is the torch KataGoNet (checked against
+    the real KataGo in tests/nets/test_katago.py)."""
+    import gzip
+
+    from katago_writer import MODERN, KataGoWriter
+
+    from kosumi.nets.katago import read_katago_model
+
+    path = tmp_path / "v15.bin.gz"
+    path.write_bytes(gzip.compress(KataGoWriter(True, seed=4).model(version=15, blocks=MODERN)))
+    ckpt = read_katago_model(path)
+    graph = inference_graph(ckpt.config)
+    layers = {n.name: "float" for n in graph.weighted()}
+    plain = FakeQuantGraph(ckpt.config, fold_batchnorm(ckpt.config, ckpt.tensors), layers, {},
+                           127, quantize=False)
+    planes, glob = get_feature_set("katago_v7").encode(bench_states(9, 4, seed=3))
+    with torch.no_grad():
+        a = plain(torch.from_numpy(planes), torch.from_numpy(glob))
+        b = build_net(ckpt)(torch.from_numpy(planes), torch.from_numpy(glob))
+    for k in b:
+        np.testing.assert_allclose(a[k].numpy(), b[k].numpy(), atol=1e-4)

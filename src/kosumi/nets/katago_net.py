@@ -13,8 +13,8 @@ pre-softplus variance of time left/40) and ``ownership`` [B, N*N] pre-tanh. Kata
 post-processing (masking, softmax, score scaling, no-result rules) is ``runtime.NetEvaluator``'s
 ``katago`` head adapter, the same for every backend.
 
-Layers (see docs/FORMATS.md): a batch norm is stored as its exact per-channel affine map
-(``scale``, ``bias``); the pools are KataGo's: [mean, mean * (sqrt(area) - 14) / 10, max] in the
+Layers (the file format: ``kosumi.nets.katago``; ../shared/docs/FORMATS.md): a batch norm is
+stored as its exact per-channel affine map (``scale``, ``bias``); the pools are KataGo's: [mean, mean * (sqrt(area) - 14) / 10, max] in the
 blocks and the policy head, [mean, mean * (sqrt(area) - 14) / 10, mean * ((sqrt(area) - 14)^2 /
 100 - 0.1)] in the value head, where area = on-board points. The blocks are those of
 ``kosumi.nets.katago_layout``: ordinary and global-pooling residual blocks, nested bottleneck

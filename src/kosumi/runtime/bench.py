@@ -10,8 +10,10 @@ only they compare across machines.
 
 With ``katago`` (the path of a KataGo engine), every KataGo model of the plan is also timed by
 KataGo itself in the same run: its ``benchmark`` command on the same board sizes, one search
-thread per batch slot with that fixed batch size, pinned to one core (``taskset -c 0``, as the
-plan's one thread), and its ``nnEvals/s`` reported as the row of backend ``katago`` -- the peer.
+thread per batch slot, pinned to one core (``taskset -c 0``, as the plan's one thread), and its
+``nnEvals/s`` reported as the row of backend ``katago`` -- the peer -- with the batch its
+search actually filled (``katago_avg_batch``: on the CPU its evaluator takes what is queued, so
+16 threads fill batches of about 2; KataGo refuses a fixed batch of 16 in this mode).
 
 Peak memory is measured per (model, backend) in a fresh process (``python -m
 kosumi.runtime.bench --probe ...``) that loads the model and runs its largest cell: its peak
@@ -261,7 +263,7 @@ def katago_rows(plan: BenchPlan, skipped: list[str], progress: bool = False
                 visits = max(40, 8 * batch)
                 with tempfile.TemporaryDirectory() as logs:
                     cmd = [*pin, str(engine), "benchmark", "-model", str(model), "-config",
-                           str(config), "-t", str(batch), "-fixed-batch-size", str(batch),
+                           str(config), "-t", str(batch),
                            "-v", str(visits), "-n", "2", "-boardsize", str(size),
                            "-override-config", f"logDir={logs},numEigenThreadsPerModel=1"]
                     try:
@@ -351,7 +353,9 @@ def format_bench(report: dict[str, Any]) -> str:
             console.print(f"{why}: {', '.join(names)}")
     if any(r["backend"] == "katago" for r in report["rows"]):
         console.print("katago: KataGo's own benchmark (nnEvals/s; one search thread per batch "
-                      "slot, fixed batch, pinned to one core)")
+                      "slot, pinned to one core; its batches average "
+                      + ", ".join(f"{r['katago_avg_batch']:.1f}" for r in report["rows"]
+                                  if r["backend"] == "katago") + ")")
     for s in report.get("skipped", []):
         console.print(f"skipped: {s}")
     return buf.getvalue().rstrip()

@@ -14,9 +14,10 @@ post-processing (masking, softmax, score scaling, no-result rules) is ``runtime.
 ``katago`` head adapter, the same for every backend.
 
 Layers (the file format: ``kosumi.nets.katago``; ../shared/docs/FORMATS.md): a batch norm is
-stored as its exact per-channel affine map (``scale``, ``bias``); the pools are KataGo's: [mean, mean * (sqrt(area) - 14) / 10, max] in the
-blocks and the policy head, [mean, mean * (sqrt(area) - 14) / 10, mean * ((sqrt(area) - 14)^2 /
-100 - 0.1)] in the value head, where area = on-board points. The blocks are those of
+stored as its exact per-channel affine map (``scale``, ``bias``); the pools are KataGo's: [mean,
+mean * (sqrt(area) - 14) / 10, max] in the blocks and the policy head, [mean, mean * (sqrt(area)
+- 14) / 10, mean * ((sqrt(area) - 14)^2 / 100 - 0.1)] in the value head, where area = on-board
+points. The blocks are those of
 ``kosumi.nets.katago_layout``: ordinary and global-pooling residual blocks, nested bottleneck
 blocks, and transformer attention (rotary position embedding, grouped KV heads) and
 feed-forward blocks, whose per-point matmuls are 1x1 convolutions here. The activation is the

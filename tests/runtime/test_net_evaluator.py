@@ -224,3 +224,26 @@ def test_mixed_sizes_keep_order_and_unsupported_size_fails(model_file):
     with pytest.raises(KosumiError, match="does not play 13x13"):
         ev.evaluate([GameState(13)])
     assert ev.supports_size(9) and not ev.supports_size(13)
+
+
+def test_a_net_with_attention_bounds_its_batches_by_the_board_size(tmp_path):
+    """Attention's score matrices grow with the points squared: at most 16 19x19 positions
+    (73 13x13, max_batch 9x9) per forward pass; a convolutional net keeps max_batch."""
+    import gzip
+
+    from katago_writer import MODERN, KataGoWriter
+
+    from kosumi.runtime.bench import bench_states
+
+    net = tmp_path / "v15.bin.gz"
+    net.write_bytes(gzip.compress(KataGoWriter(True, seed=7).model(version=15, blocks=MODERN)))
+    ev = load_evaluator(net, backend="numpy", cache=False)
+    assert [ev.batch_for(n) for n in (19, 13, 9)] == [16, 16 * 361 * 361 // 169 ** 2, 256]
+    seen = []
+    forward = ev.backend.forward
+    ev.backend.forward = lambda planes, glob: (seen.append(len(planes)), forward(planes, glob))[1]
+    assert len(ev.evaluate(bench_states(19, 40, seed=1))) == 40
+    assert seen == [16, 16, 8]
+    conv = tmp_path / "v8.bin.gz"
+    conv.write_bytes(gzip.compress(KataGoWriter(True, seed=7).model(version=8)))
+    assert load_evaluator(conv, backend="numpy", cache=False).batch_for(19) == 256

@@ -134,6 +134,12 @@ def walk(specs: list[dict[str, Any]], prefix: str = "blocks", channels: int = 0
             yield from walk(spec["blocks"], f"{p}.blocks", spec["channels"])
 
 
+def has_attention(lay: dict[str, Any]) -> bool:
+    """Does the net have a transformer attention block (its cost grows with the points^2)?"""
+    return bool(lay.get("blocks")) and any(
+        spec["kind"] == "attention" for _, spec, _ in walk(block_specs(lay)))
+
+
 def activation(lay: dict[str, Any]) -> str:
     return str(lay.get("activation", "relu"))
 

@@ -23,18 +23,22 @@ from kosumi.go.coords import WHITE, symmetry_permutation
 T = TypeVar("T")
 
 
-def same_size_chunks(states: Sequence[GameState], max_batch: int) -> list[list[int]]:
+def same_size_chunks(states: Sequence[GameState], max_batch: int | Callable[[int], int]
+                     ) -> list[list[int]]:
     """Indices of ``states`` grouped by board size (in first-seen order) and cut into chunks of
-    at most ``max_batch``: networks run one board size per forward pass."""
+    at most ``max_batch`` (a number, or a function of the board size): networks run one board
+    size per forward pass."""
     by_size: dict[int, list[int]] = {}
     for i, s in enumerate(states):
         by_size.setdefault(s.size, []).append(i)
-    step = max(1, int(max_batch))
-    return [idx[start : start + step] for idx in by_size.values()
-            for start in range(0, len(idx), step)]
+    out = []
+    for size, idx in by_size.items():
+        step = max(1, int(max_batch(size) if callable(max_batch) else max_batch))
+        out += [idx[start : start + step] for start in range(0, len(idx), step)]
+    return out
 
 
-def map_same_size(states: Sequence[GameState], max_batch: int,
+def map_same_size(states: Sequence[GameState], max_batch: int | Callable[[int], int],
                   fn: Callable[[list[GameState]], list[T]]) -> list[T]:
     """``fn`` over same-size chunks of ``states`` (see ``same_size_chunks``), results in the
     order of ``states``."""

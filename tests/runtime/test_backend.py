@@ -59,7 +59,8 @@ def test_refusals_are_one_line(net, monkeypatch, tmp_path):
     # a backend whose package is missing names the extra to install
     info = BACKENDS["onnxruntime"]
     monkeypatch.setitem(BACKENDS, "onnxruntime",
-                        type(info)(**{**info.__dict__, "requires": ("no_such_module_kosumi",)}))
+                        type(info)(**{**info.__dict__, "requires": ("no_such_module_kosumi",),
+                                      "extra": "onnx"}))
     one_line(lambda: load_evaluator(net, backend="onnxruntime"),
              "'onnxruntime' is not installed: it needs no_such_module_kosumi, which is missing",
              "pip install 'kosumi[onnx]'")
@@ -72,3 +73,18 @@ def test_refusals_are_one_line(net, monkeypatch, tmp_path):
 def test_a_net_asked_for_a_size_it_does_not_play(net):
     one_line(lambda: load_evaluator(net, cache=False).evaluate([GameState(13)]),
              "does not play 13x13")
+
+
+def test_a_backend_names_the_extras_of_the_packages_it_misses():
+    """The hint comes from kosumi.extras (pyproject's extras): tensorrt is not installed here,
+    a module no extra installs gets no hint, a backend's own extra wins."""
+    from kosumi.runtime.backend import BackendInfo
+
+    trt = BackendInfo("t", "m:f", requires=("tensorrt",))
+    assert trt.not_installed().endswith("(pip install 'kosumi[tensorrt]')")
+    both = BackendInfo("t", "m:f", requires=("tensorrt", "no_such_module_kosumi"))
+    assert "'kosumi[tensorrt]'" in both.not_installed()
+    assert "pip install" not in BackendInfo("t", "m:f", requires=("no_such_module_kosumi",)
+                                            ).not_installed()
+    assert "'kosumi[mine]'" in BackendInfo("t", "m:f", requires=("no_such_module_kosumi",),
+                                           extra="mine").not_installed()

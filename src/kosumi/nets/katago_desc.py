@@ -18,8 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from kosumi.nets.katago_layout import DEFAULT_POST  # noqa: F401 (re-exported)
-
 SUPPORTED_VERSIONS = tuple(range(8, 18))
 #: input features of each supported model version: (name, spatial planes, global inputs)
 INPUT_FEATURES = {v: ("katago_v7", 22, 19) for v in SUPPORTED_VERSIONS}
@@ -284,7 +282,7 @@ class KataGoModelDesc:
     pass_bias: MatBiasDesc | None = None
     pass_mul2: MatMulDesc | None = None
     activation: str = "relu"  # the one activation of every layer (model version 11+ names it)
-    post: dict[str, float] | None = None  # post-processing multipliers (DEFAULT_POST before 13)
+    post: dict[str, float] | None = None  # post-processing multipliers (before 13: the default)
     meta_encoder_version: int = 0
     prefer_pass_alive_suicide: bool = False
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from kosumi.errors import KosumiError
+from kosumi.extras import EXTRA_OF
 from kosumi.lazy import resolve
 from kosumi.nets.config import NetConfig
 from kosumi.runtime.options import LoadOptions
@@ -58,7 +59,7 @@ class BackendInfo:
     name: str
     factory: str | Callable[..., Backend]
     requires: tuple[str, ...] = ()  # Python modules that must be importable
-    extra: str = ""  # the pip extra that installs them
+    extra: str = ""  # the pip extra that installs them (default: kosumi.extras.EXTRA_OF's)
     nets: bool = True  # runs any net from its tensors (kosumi, KataGo, Leela Zero)
     files: tuple[str, ...] = ()  # model formats it runs natively (nets.formats names)
     devices: tuple[str, ...] = ("cpu",)  # "cpu", "cuda"
@@ -74,7 +75,9 @@ class BackendInfo:
         """One line: which package is missing, and the extra that installs it."""
         missing = self.missing() or list(self.requires)
         need = " and ".join(missing)
-        hint = f" (pip install 'kosumi[{self.extra}]')" if self.extra else ""
+        extras = [self.extra] if self.extra else \
+            sorted({EXTRA_OF[m] for m in missing if m in EXTRA_OF})
+        hint = f" (pip install 'kosumi[{','.join(extras)}]')" if extras else ""
         return (f"backend {self.name!r} is not installed: it needs {need}, which "
                 f"{'is' if len(missing) == 1 else 'are'} missing{hint}")
 
@@ -88,12 +91,12 @@ def register_backend(info: BackendInfo) -> None:
 
 
 register_backend(BackendInfo("torch", "kosumi.runtime.torch_backend:open_torch",
-                             requires=("torch",), extra="train", devices=("cpu", "cuda")))
+                             requires=("torch",), devices=("cpu", "cuda")))
 register_backend(BackendInfo("onnxruntime", "kosumi.runtime.onnxruntime_backend:open_onnxruntime",
-                             requires=("onnxruntime", "onnx"), extra="onnx", files=("onnx",),
+                             requires=("onnxruntime", "onnx"), files=("onnx",),
                              devices=("cpu", "cuda")))
 register_backend(BackendInfo("tensorrt", "kosumi.runtime.tensorrt_backend:open_tensorrt",
-                             requires=("tensorrt", "torch"), extra="tensorrt", nets=False,
+                             requires=("tensorrt", "torch"), nets=False,
                              files=("tensorrt",), devices=("cuda",)))
 register_backend(BackendInfo("numpy", "kosumi.runtime.numpy_backend:open_numpy"))
 

@@ -120,7 +120,7 @@ def _positive_number(v: Any) -> bool:
 
 def _check_eps(spec: dict[str, Any], at: str) -> None:
     eps = spec.get("eps")
-    if not _positive_number(eps) or float(eps) > 1:  # type: ignore[arg-type]
+    if not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and 0 < eps <= 1):
         raise _fail(f"{at}.eps", f"{eps!r} is not a number in (0, 1]")
 
 

@@ -71,6 +71,9 @@ def katago_command(args: argparse.Namespace, visits: int) -> list[str]:
 
 
 def kosumi_command(args: argparse.Namespace, visits: int) -> list[str]:
+    if args.baseline is not None:  # KataGo in kosumi's place, with these overrides
+        base = katago_command(args, visits)
+        return [*base[:-1], base[-1] + ("," + args.baseline if args.baseline else "")]
     # --kosumi-path: a frozen copy of the package (a snapshot of src/ with its built
     # extensions), so that a long match keeps playing the code it started with
     prefix = ["env", f"PYTHONPATH={args.kosumi_path.resolve()}"] if args.kosumi_path else []
@@ -181,6 +184,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--no-resign", action="store_true",
                     help="neither engine resigns (default: both, under 5%% for 3 moves)")
     ap.add_argument("--json", action="store_true", help="print only the JSON report")
+    ap.add_argument("--baseline", default=None, metavar="OVERRIDES",
+                    help="KataGo in kosumi's place, with these config overrides (e.g. "
+                    "'nnRandomize=false'; '' for none): what KataGo scores against itself")
     args = ap.parse_args()
     args.komi = args.komi if args.komi is not None else (7.0 if args.size == 9 else 7.5)
     if args.katago_model is None:
@@ -205,6 +211,8 @@ def check_settings(args: argparse.Namespace) -> dict:
                 "kosumi_path": str(args.kosumi_path) if args.kosumi_path else None,
                 "opening_moves": args.opening_moves, "seed": args.seed,
                 "resign": not args.no_resign}
+    if args.baseline is not None:
+        settings["baseline"] = args.baseline
     path = args.out / "settings.json"
     if path.exists():
         old = json.loads(path.read_text())

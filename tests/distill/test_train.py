@@ -77,6 +77,20 @@ def _tensors(path: Path) -> dict[str, np.ndarray]:
     return read_checkpoint(path).tensors
 
 
+def test_trains_without_matplotlib_and_says_so(labels, tmp_path, monkeypatch, capsys):
+    """The learning curves are the viz extra's: with the train extra alone (no matplotlib)
+    training runs to its checkpoint and says once why there is no curves file."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    out = tmp_path / "student.safetensors"
+    distill(opts(labels, out, progress=True))
+    assert out.exists() and not RunPaths.for_out(out).curves.exists()
+    assert capsys.readouterr().err.count("pip install 'kosumi[viz]'") == 1
+
+
 def test_resume_continues_exactly(labels, tmp_path):
     straight = tmp_path / "a" / "s.safetensors"
     split = tmp_path / "b" / "s.safetensors"

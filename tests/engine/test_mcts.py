@@ -306,6 +306,11 @@ def test_graph_search_shares_transpositions_and_evaluates_each_position_once():
                 rec = node.st[k * NF: (k + 1) * NF]
                 assert 0 < rec[F_N] <= child.agg[F_N]
                 assert rec[puct.F_U] == pytest.approx(child.agg[puct.F_U], abs=1e-12)
+                # KataGo's edge: the weight scaled by the edge's share of the node's visits,
+                # the summed squared weights by its square (as KataGo's parent sums them)
+                share = rec[F_N] / child.agg[F_N]
+                assert rec[puct.F_W] == pytest.approx(child.agg[puct.F_W] * share)
+                assert rec[puct.F_W2] == pytest.approx(child.agg[puct.F_W2] * share * share)
     assert counts[False][0] > counts[False][1]  # the tree evaluates transpositions again
     assert counts[True][0] < counts[False][0]
 
@@ -384,3 +389,67 @@ def test_the_graph_holds_no_reference_cycles():
     finally:
         if enabled:
             gc.enable()
+
+
+class LeadingEvaluator(Evaluator):
+    """Uniform policy; White leads by 3 points per white stone more than Black's, with a
+    spread of 6: the expected score moves with every move, so each search has its own score
+    center."""
+
+    def evaluate(self, states):
+        out = []
+        for s in states:
+            board = np.frombuffer(s.boards[-1], np.uint8)
+            white_lead = 3.0 * (int((board == WHITE).sum()) - int((board == BLACK).sum()))
+            lead = white_lead if s.to_move == WHITE else -white_lead
+            pol = np.append(s.legal_mask().astype(np.float32), 1.0)
+            win = 0.5 + 0.4 * float(np.tanh(lead / 10.0))
+            out.append(Evaluation(policy=(pol / pol.sum()).astype(np.float32), value=win,
+                                  score_lead=lead,
+                                  wdl=np.array([win, 1.0 - win, 0.0]), score_mean=lead,
+                                  score_stdev=6.0))
+        return out
+
+
+def _expected_atan(mean, stdev, center, scale):
+    """E[2/pi atan((X - center) / scale)], X ~ N(mean, stdev^2), by a fine numerical integral
+    (the test's own, independent of the search's quadrature)."""
+    x = np.linspace(mean - 8 * stdev, mean + 8 * stdev, 20001)
+    w = np.exp(-0.5 * ((x - mean) / stdev) ** 2)
+    return float((w * np.arctan((x - center) / scale)).sum() / w.sum() * 2 / np.pi)
+
+
+def test_a_reused_tree_is_revalued_at_the_new_score_center():
+    """KataGo recomputes the whole reused tree when a search starts (recursivelyRecomputeStats):
+    the dynamic score utility is centred on the new root's expected score, so every node's own
+    utility, and every record built from it, must be at that center, not the last search's --
+    also the nodes this search does not visit again."""
+    cfg = SearchConfig(visits=400, batch=1, seed=3)
+    mcts = MCTS(LeadingEvaluator(), cfg)
+    state = GameState(5, 0.5)
+    state.play(vertex_to_point("C3", 5))
+    first = mcts.search(state)
+    old_center = mcts._center
+    move = first.moves[0].move
+    state.play(move)
+    child_visits = first.moves[0].visits
+    again = mcts.search(state, visits=child_visits)  # no playout: only the start of a search
+    assert again.playouts == 0
+    center, n = mcts._center, state.size
+    assert abs(center - old_center) > 1.0  # the center moved
+    nodes = [x for x in _all_nodes(mcts._root) if x.expanded and not x.terminal]
+    assert len(nodes) > 20
+    biased_leaves = 0
+    for node in nodes:
+        wl, mean, sd = node.own[puct.O_WL], node.own[puct.O_SM], node.score_stdev
+        want = (wl + cfg.static_score_utility * _expected_atan(mean, sd, 0.0, 2.0 * n)
+                + cfg.dynamic_score_utility * _expected_atan(mean, sd, center, 0.75 * n))
+        assert node.own[puct.O_U] == pytest.approx(want, abs=2e-4)
+        if not any(node.st[k * NF + F_N] > 0 for k in range(len(node.st) // NF)):
+            # a leaf is its own evaluation again, without its first visit's bias correction
+            assert node.agg[puct.F_U] == pytest.approx(node.own[puct.O_U], abs=1e-12)
+            biased_leaves += node.bias is not None and node.bias[puct.B_WEIGHT] > 0.001
+        for k, child in enumerate(node.children):  # each record is its child's statistics
+            if child is not None and (k + 1) * NF <= len(node.st) and node.st[k * NF + F_N] > 0:
+                assert node.st[k * NF + puct.F_U] == pytest.approx(child.agg[puct.F_U])
+    assert biased_leaves  # leaves whose bucket would correct them (the case KataGo undoes)

@@ -88,3 +88,19 @@ def test_a_backend_names_the_extras_of_the_packages_it_misses():
                                             ).not_installed()
     assert "'kosumi[mine]'" in BackendInfo("t", "m:f", requires=("no_such_module_kosumi",),
                                            extra="mine").not_installed()
+
+
+def test_auto_takes_a_backend_that_runs_an_int8_net(int8_net_b2c16, monkeypatch, capsys):
+    """An int8 net runs on the numpy and onnxruntime backends only: without onnxruntime, auto
+    must not take torch (which refuses it) but numpy."""
+    assert choose_backend("kosumi", False, LoadOptions(), quantized=True)[0] == "onnxruntime"
+    import dataclasses
+
+    monkeypatch.setitem(BACKENDS, "onnxruntime", dataclasses.replace(
+        BACKENDS["onnxruntime"], requires=("no_such_module_kosumi",)))
+    assert choose_backend("kosumi", False, LoadOptions())[0] == "torch"
+    assert choose_backend("kosumi", False, LoadOptions(), quantized=True)[0] == "numpy"
+    ev = load_evaluator(int8_net_b2c16, announce=True, cache=False)
+    assert ev.backend.name == "numpy"
+    assert "backend auto -> numpy" in capsys.readouterr().err
+    assert 0.0 <= ev.evaluate_one(GameState(9)).value <= 1.0

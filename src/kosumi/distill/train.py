@@ -70,6 +70,7 @@ Multi-process / multi-machine: run the same command under ``torchrun`` (see
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import signal
 import sys
@@ -576,12 +577,19 @@ class _Run:
                              config=self.config)
 
     last_plot = -math.inf
+    told_no_plot = False
     interrupted = False
 
     def _plot(self, records: list[dict[str, Any]]) -> None:
         from kosumi.viz.curves import plot_learning_curves
 
         self.last_plot = time.perf_counter()
+        if importlib.util.find_spec("matplotlib") is None:  # the curves are the viz extra's
+            if not self.told_no_plot:
+                self.log("learning curves not drawn: they need matplotlib "
+                         "(pip install 'kosumi[viz]'); training goes on")
+                self.told_no_plot = True
+            return
         try:
             plot_learning_curves(records, self.paths.curves,
                                  title=f"{self.config.arch} {self.config.features} <- "

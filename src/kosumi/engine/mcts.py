@@ -307,12 +307,15 @@ def _windows(size: int) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
-def bias_key(state: GameState, move: int) -> tuple:
+def bias_key(state: GameState, move: int, prev: int | None = None) -> tuple:
     """The subtree value bias bucket of the node that ``move`` makes from ``state``: the mover,
-    the move, the move before it, the ko ban, and (not for a pass) the 5x5 window around the
-    move before it was played, each stone marked when in atari (KataGo's buckets)."""
+    the move, the move before it (``prev``: on the path the search took, which for a position
+    reached by two move orders is not always ``state``'s own last move), the ko ban, and (not
+    for a pass) the 5x5 window around the move before it was played, each stone marked when in
+    atari (KataGo's buckets)."""
     pla = state.to_move
-    prev = state.moves[-1][1] if state.moves else -3
+    if prev is None:
+        prev = state.moves[-1][1] if state.moves else -3
     ko = state.ko if state.ko_color == pla else -1
     if move == PASS:
         return (pla, move, prev, ko)
@@ -428,9 +431,11 @@ class MCTS:
         not reach is discarded and takes ``subtree_bias_free_prop`` of its share back from its
         bucket, and only the buckets a kept node still uses stay in the table (KataGo's
         subtreeValueBiasFreeProp and its table clean-up after the tree is pruned); the
-        transposition table keeps the kept nodes."""
+        transposition table keeps the kept nodes. The new root leaves its bucket as a discarded
+        node does: KataGo's root is a copy of the child without one, whose own evaluation no
+        bucket corrects."""
         gen, free = self._bias_gen, self.config.subtree_bias_free_prop
-        kept = self._reachable(new_root)
+        kept = self._reachable(new_root)[1:]  # the root first: it leaves its bucket
         kept_ids = {id(n) for n in kept}
         if free:
             for node in self._reachable(old_root):
@@ -440,9 +445,11 @@ class MCTS:
                 own = node.own
                 bias[puct.B_DELTA] -= free * own[puct.O_BIAS_DELTA]
                 bias[puct.B_WEIGHT] -= free * own[puct.O_BIAS_WEIGHT]
+        new_root.bias_key = new_root.bias = None
+        new_root.own[puct.O_BIAS_DELTA] = new_root.own[puct.O_BIAS_WEIGHT] = 0.0
         self._bias_table = {n.bias_key: n.bias for n in kept
                             if n.bias is not None and n.bias_gen == gen and n.bias_key is not None}
-        self._nodes = {n.gkey: n for n in kept if n.gkey is not None}
+        self._nodes = {n.gkey: n for n in (new_root, *kept) if n.gkey is not None}
 
     # ------------------------------------------------------------------ evaluations
     def _own_utility(self, wl: float, mean: float, stdev: float, size: int) -> float:
@@ -524,6 +531,7 @@ class MCTS:
         is_root = 1.0
         graph = self._graph(root.state)
         transposed = False  # the path has passed a node another move order made
+        prev = root.state.moves[-1][1] if root.state.moves else -3  # the move into ``node``
         while True:
             if node.own_key != key:
                 self._refresh_own(node)
@@ -543,7 +551,7 @@ class MCTS:
                 st.play(move, trusted=True)
                 if st.passes >= self._ending_passes:  # the game is over
                     child = node.children[i] = Node(st)
-                    child.bias_key = bias_key(node.state, move)
+                    child.bias_key = bias_key(node.state, move, prev)
                     self._set_terminal(child)
                     return path, child
                 gkey = self._graph_key(st) if graph else None
@@ -552,7 +560,7 @@ class MCTS:
                     if transposed:  # the net sees this path's history, not the other order's
                         st = self._replay_path(root, path)
                     child = node.children[i] = Node(st)
-                    child.bias_key = bias_key(node.state, move)
+                    child.bias_key = bias_key(node.state, move, prev)
                     if graph:
                         child.first_parent = (weakref.ref(node), i)
                     if gkey is not None and other is None:
@@ -571,6 +579,7 @@ class MCTS:
                 if node.st[i * NF + F_N] < child.agg[F_N]:
                     return path, child  # the edge catches up with the node: no evaluation
                 transposed = True
+            prev = policy_move(int(node.moves[i]), node.state.size)
             node = child
             is_root = 0.0
 
@@ -604,7 +613,8 @@ class MCTS:
     def _sync_edge(parent: Node, slot: int, child: Node, edge_visits: float) -> None:
         """The parent's record of a child that other parents share: the child's current
         statistics, with the edge's own visit count and the child's weights scaled to it
-        (KataGo's graph search weighs a child by its edge's share of the child's visits)."""
+        (KataGo's graph search weighs a child by its edge's share of the child's visits; the
+        summed squared weights by the square of that share, as KataGo's parent sums them)."""
         b = slot * NF
         st = parent.st
         vl = st[b + F_VL]
@@ -615,7 +625,7 @@ class MCTS:
             share = edge_visits / n
             st[b + F_N] = edge_visits
             st[b + F_W] *= share
-            st[b + F_W2] *= share
+            st[b + F_W2] *= share * share
 
     @staticmethod
     def _try_both_endings(node: Node, i: int) -> int:
@@ -801,10 +811,63 @@ class MCTS:
         cfg = self.config
         self._center = puct.score_center(mean, root.state.size, cfg.score_center_zero_weight,
                                          cfg.score_center_scale)
-        self._refresh_own(root)
-        puct.update_node(root.st, root.priors, root.own, self._params, root.sign, root.agg,
-                         None, 0, 0.0, self._bias_of(root))
+        self._recompute_tree(root)
         self._add_noise(root)
+
+    def _recompute_tree(self, root: Node) -> None:
+        """Every node of the (reused) tree at this search's score center, children before
+        parents: each node's own utility, its records of its children, its statistics (KataGo's
+        recursivelyRecomputeStats at the start of a search). Without it, the children that this
+        search does not visit again would keep utilities from the last search's center and be
+        compared with those it does at another."""
+        update, params, gen = puct.update_node, self._params, self._bias_gen
+        for node in self._children_first(root):
+            if node.terminal:
+                self._set_terminal(node)
+                agg, own = node.agg, node.own
+                agg[puct.F_U], agg[puct.F_U2] = own[O_U], own[O_U] * own[O_U]
+                continue
+            st, shared = node.st, node.shared_slots or ()
+            for k, child in enumerate(node.children):
+                if child is None or (k + 1) * NF > len(st) or st[k * NF + F_N] <= 0.0:
+                    continue
+                if k in shared:
+                    self._sync_edge(node, k, child, st[k * NF + F_N])
+                else:
+                    vl = st[k * NF + F_VL]
+                    st[k * NF: (k + 1) * NF] = child.agg
+                    st[k * NF + F_VL] = vl
+            self._refresh_own(node)
+            # a leaf (no child visited yet) is its own evaluation again, without the bias
+            # correction its first visit had (KataGo recomputes leaves from their averages)
+            leaf = not any(st[k * NF + F_N] > 0.0 for k in range(len(st) // NF))
+            bias = None if leaf else node.bias if node.bias_gen == gen else self._bias_of(node)
+            update(st, node.priors, node.own, params, node.sign, node.agg, None, 0, 0.0, bias)
+
+    @staticmethod
+    def _children_first(root: Node) -> list[Node]:
+        """The evaluated nodes under ``root`` (each once), every node after all its children."""
+        order: list[Node] = []
+        seen = {id(root)}
+        stack: list[tuple[Node, int]] = [(root, 0)]
+        while stack:
+            node, k = stack[-1]
+            children = node.children
+            child = None
+            while k < len(children):
+                c = children[k]
+                k += 1
+                if c is not None and id(c) not in seen and (c.expanded or c.terminal):
+                    child = c
+                    break
+            stack[-1] = (node, k)
+            if child is not None:
+                seen.add(id(child))
+                stack.append((child, 0))
+            else:
+                stack.pop()
+                order.append(node)
+        return order
 
     def _playouts(self, root: Node, want: int) -> None:
         """Up to ``want`` playouts: descend (virtual loss keeps them apart), evaluate the new

@@ -64,7 +64,7 @@ KEEP_FLOAT_AUTO = "auto"
 ROUNDINGS = ("refit", "gptq", "nearest")  # each tries those after it too
 # a QAT net this much below its PTQ net (worst-output SQNR on the judged positions) is flagged;
 # within it is the sample's noise: a b2c16 0.1 dB below had a 17% lower policy KL on 2,751
-# other positions (benchmarks/RESULTS.md, ninth stop)
+# other positions (benchmarks/RESULTS.md, Quantization: QAT)
 QAT_NOISE_DB = 1.0
 
 

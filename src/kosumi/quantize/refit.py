@@ -3,8 +3,8 @@
 GPTQ (``quantize.rounding``) makes ``x . (w - q s)`` small over the float net's inputs x. But an
 int8 layer runs on the quantized net's inputs x_q: uint8 activations carry the errors of
 every layer before, and in a trained net those errors, not the weights', dominate
-(benchmarks/RESULTS.md, fifth stop). This step answers for them too. Layer by layer in the
-plan's order, over calibration positions:
+(benchmarks/RESULTS.md, Quantization: "Rounding, the error's sources"). This step answers for
+them too. Layer by layer in the plan's order, over calibration positions:
 
 1. run the quantized net as built so far (every layer before this one refit and rounded) up to
    the layer, and the float net beside it;

@@ -63,6 +63,7 @@ class BackendInfo:
     nets: bool = True  # runs any net from its tensors (kosumi, KataGo, Leela Zero)
     files: tuple[str, ...] = ()  # model formats it runs natively (nets.formats names)
     devices: tuple[str, ...] = ("cpu",)  # "cpu", "cuda"
+    quantized: bool = True  # runs nets quantized to int8 (their integer scheme)
 
     def missing(self) -> list[str]:
         """The modules it needs that are not importable here."""
@@ -91,7 +92,7 @@ def register_backend(info: BackendInfo) -> None:
 
 
 register_backend(BackendInfo("torch", "kosumi.runtime.torch_backend:open_torch",
-                             requires=("torch",), devices=("cpu", "cuda")))
+                             requires=("torch",), devices=("cpu", "cuda"), quantized=False))
 register_backend(BackendInfo("onnxruntime", "kosumi.runtime.onnxruntime_backend:open_onnxruntime",
                              requires=("onnxruntime", "onnx"), files=("onnx",),
                              devices=("cpu", "cuda")))
@@ -132,9 +133,11 @@ def cuda_available(backend: str) -> bool:
     return False
 
 
-def choose_backend(file_format: str, native: bool, options: LoadOptions) -> tuple[str, str]:
+def choose_backend(file_format: str, native: bool, options: LoadOptions,
+                   quantized: bool = False) -> tuple[str, str]:
     """``auto``: (backend name, why) for a model of ``file_format`` (``native``: the file is a
-    runtime artefact, e.g. ``.onnx``, that only some backends open)."""
+    runtime artefact, e.g. ``.onnx``, that only some backends open; ``quantized``: an int8 net,
+    which only the backends that run its integer scheme take)."""
     device = "cuda" if options.cuda else "cpu"
     if native:
         for info in BACKENDS.values():
@@ -145,6 +148,8 @@ def choose_backend(file_format: str, native: bool, options: LoadOptions) -> tupl
         raise KosumiError(hint)
     for name in AUTO_ORDER[device]:
         info = BACKENDS[name]
+        if quantized and not info.quantized:
+            continue
         if info.installed() and (device == "cpu" or cuda_available(name)):
             return name, f"the fastest installed on {options.device_name}"
     if device == "cuda":
@@ -161,7 +166,7 @@ def make_backend(config: NetConfig, source: dict[str, np.ndarray] | Path, option
     native = isinstance(source, Path)
     name = options.backend
     if name == "auto":
-        name, _ = choose_backend(file_format, native, options)
+        name, _ = choose_backend(file_format, native, options, quantized=config.quantized)
     info = backend_info(name)
     if native and file_format not in info.files:
         runs = [i.name for i in BACKENDS.values() if file_format in i.files]

@@ -37,7 +37,8 @@ def open_evaluator(path: str | os.PathLike[str], options: LoadOptions,
     source = path if fmt.native else model.tensors
     try:  # name the file in every refusal
         if options.backend == "auto":
-            name, why = choose_backend(fmt.name, fmt.native, options)
+            name, why = choose_backend(fmt.name, fmt.native, options,
+                                       quantized=model.config.quantized)
             if announce:
                 print(f"kosumi: backend auto -> {name} ({why}) for {path.name}", file=sys.stderr)
             options = LoadOptions(backend=name, threads=options.threads, device=options.device,

@@ -827,10 +827,13 @@ class MCTS:
                 agg, own = node.agg, node.own
                 agg[puct.F_U], agg[puct.F_U2] = own[O_U], own[O_U] * own[O_U]
                 continue
-            st, shared = node.st, node.shared_slots or ()
-            for k, child in enumerate(node.children):
-                if child is None or (k + 1) * NF > len(st) or st[k * NF + F_N] <= 0.0:
+            st, shared, children = node.st, node.shared_slots or (), node.children
+            leaf = True  # no child visited yet
+            for k in range(len(st) // NF):  # the children reached (those with records)
+                child = children[k]
+                if child is None or st[k * NF + F_N] <= 0.0:
                     continue
+                leaf = False
                 if k in shared:
                     self._sync_edge(node, k, child, st[k * NF + F_N])
                 else:
@@ -838,9 +841,8 @@ class MCTS:
                     st[k * NF: (k + 1) * NF] = child.agg
                     st[k * NF + F_VL] = vl
             self._refresh_own(node)
-            # a leaf (no child visited yet) is its own evaluation again, without the bias
-            # correction its first visit had (KataGo recomputes leaves from their averages)
-            leaf = not any(st[k * NF + F_N] > 0.0 for k in range(len(st) // NF))
+            # a leaf is its own evaluation again, without the bias correction its first visit
+            # had (KataGo recomputes leaves from their averages)
             bias = None if leaf else node.bias if node.bias_gen == gen else self._bias_of(node)
             update(st, node.priors, node.own, params, node.sign, node.agg, None, 0, 0.0, bias)
 
@@ -853,8 +855,9 @@ class MCTS:
         while stack:
             node, k = stack[-1]
             children = node.children
+            reached = min(len(children), len(node.st) // NF)  # children exist only there
             child = None
-            while k < len(children):
+            while k < reached:
                 c = children[k]
                 k += 1
                 if c is not None and id(c) not in seen and (c.expanded or c.terminal):

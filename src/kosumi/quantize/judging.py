@@ -23,16 +23,17 @@ from kosumi.nets.checkpoint import Checkpoint
 from kosumi.nets.features import get_feature_set
 from kosumi.nets.fold import fold_batchnorm
 from kosumi.nets.quant import QuantScheme
+from kosumi.runtime.backend import Backend
 
 
-def net_outputs(backend: Any, batches: list[tuple[np.ndarray, np.ndarray | None]]
+def net_outputs(backend: Backend, batches: list[tuple[np.ndarray, np.ndarray | None]]
                 ) -> list[dict[str, np.ndarray]]:
     return [backend.forward(p, g) for p, g in batches]
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
+    return np.asarray(e / e.sum(axis=1, keepdims=True))
 
 
 def compare_outputs(ref: list[dict[str, np.ndarray]], got: list[dict[str, np.ndarray]]

@@ -27,7 +27,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import numpy as np
 import torch
@@ -60,13 +60,18 @@ class _RoundSTE(torch.autograd.Function):
         return grad
 
 
+def _round_ste(x: torch.Tensor) -> torch.Tensor:
+    """round(x) forward, the identity backward (torch types ``Function.apply`` loosely)."""
+    return cast(torch.Tensor, _RoundSTE.apply(x))  # type: ignore[no-untyped-call]
+
+
 def fake_quant_act(x: torch.Tensor, act: ActQuant, scale: torch.Tensor | None = None
                    ) -> torch.Tensor:
     """(clamp(round(x / s) + z) - z) * s, straight-through inside the clamp range. ``scale``: a
     learned s (a tensor) in place of the scheme's; its gradient is then LSQ's (Esser et al.
     2020): (q - z) - x / s inside the range, the clamp bound minus z outside it."""
     s = act.scale if scale is None else scale
-    q = _RoundSTE.apply(x / s) + act.zero_point
+    q = _round_ste(x / s) + act.zero_point
     return (torch.clamp(q, act.qmin, act.qmax) - act.zero_point) * s
 
 
@@ -75,7 +80,7 @@ def fake_quant_weight(w: torch.Tensor, weight_max: int) -> torch.Tensor:
     amax = w.detach().reshape(w.shape[0], -1).abs().amax(dim=1)
     scale = torch.where(amax > 0, amax / weight_max, torch.full_like(amax, 1.0 / weight_max))
     scale = scale.reshape((-1,) + (1,) * (w.dim() - 1))
-    return torch.clamp(_RoundSTE.apply(w / scale), -weight_max, weight_max) * scale
+    return torch.clamp(_round_ste(w / scale), -weight_max, weight_max) * scale
 
 
 class FakeQuantGraph(nn.Module):
@@ -101,7 +106,7 @@ class FakeQuantGraph(nn.Module):
             np.array(v, dtype=np.float32))) for k, v in folded.items()})
 
     def tensor(self, name: str) -> torch.Tensor:
-        return self.p[_key(name)]
+        return cast(torch.Tensor, self.p[_key(name)])
 
     def folded(self) -> dict[str, np.ndarray]:
         return {k.replace("__", "."): v.detach().cpu().numpy().astype(np.float32)
@@ -181,7 +186,7 @@ class FakeQuantGraph(nn.Module):
 
         op = n.op
         if op in ("silu", "mish"):
-            return act_fn(op)(xs[0])
+            return cast(torch.Tensor, act_fn(op)(xs[0]))
         if op == "mul":
             return xs[0] * xs[1]
         if op == "rmsnorm":
@@ -430,7 +435,7 @@ def run_qat(config: NetConfig, folded: dict[str, np.ndarray], layers: dict[str, 
                 group["lr"] = lr * group["rate"]
             loss, parts = qat_loss(config, model(x, g), legal, targets, options)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             optimizer.step()
             history = [*history[-49:], parts]
             bar.advance(1, info=f"loss {float(loss.detach()):.4f}")

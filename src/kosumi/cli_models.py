@@ -163,7 +163,7 @@ def quantize_command(
     quantize_outputs: str = typer.Option("off", "--quantize-outputs", help="on: requantize "
                                          "every int8 layer's output, also where only float ops "
                                          "read it, so that ONNX Runtime runs it as one int8 op "
-                                         "(KataGo's nets: 2.7x faster, less exact), or off."),
+                                         "(KataGo's nets: 3.2x faster, less exact), or off."),
     qat: bool = typer.Option(False, "--qat", help="Fine-tune through the quantization (QAT)."),
     data: Path | None = typer.Option(None, "--data", help="QAT: a label folder (kosumi label), "
                                      "or a positions folder with --qat-target float."),

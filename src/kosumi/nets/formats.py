@@ -140,7 +140,7 @@ register_model_format(ModelFormat(
     "kosumi", "kosumi checkpoint (safetensors with a kosumi_config)", _sniff_kosumi,
     read_checkpoint, describe_checkpoint, suffix=".safetensors"))
 register_model_format(ModelFormat(
-    "katago", "KataGo model (.bin.gz / .txt.gz, model version 8)", _sniff_katago,
+    "katago", "KataGo model (.bin.gz / .txt.gz, model versions 8-17)", _sniff_katago,
     read_katago_model, describe_katago, suffix=".bin.gz"))
 register_model_format(ModelFormat(
     "leelaz", "Leela Zero text weights (version 1 or 2, plain or gzip)", _sniff_leelaz,

@@ -15,7 +15,7 @@ Steps (``bits`` 8):
    within ``float_budget`` of the net's parameters;
 4. quantize: weights symmetric per output channel to [-weight_max, weight_max] (127, or 63 on
    x86 CPUs without VNNI, where ONNX Runtime's uint8 x int8 kernels can saturate), activations
-   per tensor from the calibrated ranges (uint8 where never negative, else int8; zero points 0),
+   per tensor from the calibrated ranges (uint8; zero point 0 where never negative, else 128),
    biases to int32, every requantisation to an int32 multiplier and a shift. Any integer that
    does not fit int32 is an error naming the layer. ``rounding`` "gptq": the weights are
    rounded by GPTQ (``quantize.rounding``) on the same scales; "refit" (the default): each

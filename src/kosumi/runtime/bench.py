@@ -128,12 +128,13 @@ def _open(model: str, backend: str, plan: BenchPlan) -> Any:
 def _resolved_backend(model: str, backend: str, plan: BenchPlan) -> str:
     if backend != "auto":
         return backend
-    from kosumi.nets.formats import detect_format
+    from kosumi.models import resolve_model
+    from kosumi.nets.formats import read_model
     from kosumi.runtime.backend import choose_backend
 
-    fmt = detect_format(model)
+    fmt, ckpt = read_model(resolve_model(model))
     options = LoadOptions(threads=plan.threads, device=plan.device)
-    return choose_backend(fmt.name, fmt.native, options)[0]
+    return choose_backend(fmt.name, fmt.native, options, quantized=ckpt.config.quantized)[0]
 
 
 def _versions() -> dict[str, str]:

@@ -238,7 +238,7 @@ def test_the_subtree_bias_buckets_follow_the_tree():
     down a move, the discarded nodes take 80% of their shares back (subtreeValueBiasFreeProp)
     and only the buckets a kept node uses stay; a new game starts a new table; with the factor
     0 no bucket is made. The new root leaves its bucket as a discarded node does (KataGo's root
-    is a copy without one), and neither a pass nor a game's first move has one."""
+    is a copy without one)."""
     state = GameState(7, 7.5)
     state.play(vertex_to_point("D4", 7))
     mcts = MCTS(UniformEvaluator(), SearchConfig(visits=200, seed=1, **NO_NET))
@@ -246,10 +246,6 @@ def test_the_subtree_bias_buckets_follow_the_tree():
     old_root = mcts._root
     chosen = old_root.children[list(old_root.moves).index(move)]
     assert chosen.bias is not None and chosen.own[puct.O_BIAS_WEIGHT] > 0
-    n = state.size
-    for k, child in enumerate(old_root.children):
-        if child is not None and int(old_root.moves[k]) == n * n:
-            assert child.bias_key is None  # a pass
     before = _bias_shares(old_root)
     buckets = {id(b): b for b in mcts._bias_table.values()}
     assert set(before) == set(buckets)
@@ -274,9 +270,6 @@ def test_the_subtree_bias_buckets_follow_the_tree():
     off = MCTS(UniformEvaluator(), SearchConfig(visits=50, seed=1, subtree_bias_factor=0.0))
     off.search(GameState(7, 7.5))
     assert off._bias_table == {}
-    first = MCTS(UniformEvaluator(), SearchConfig(visits=50, seed=1))
-    first.search(GameState(7, 7.5))
-    assert all(c is None or c.bias_key is None for c in first._root.children)  # first moves
 
 
 class CountingEvaluator(UniformEvaluator):
@@ -313,9 +306,6 @@ def test_graph_search_shares_transpositions_and_evaluates_each_position_once():
         for node in nodes:
             assert node.agg[F_N] == 1 + sum(node.st[k * NF + F_N]
                                              for k in range(len(node.st) // NF))
-            # a record of a shared child is its parent's view, refreshed whenever the search
-            # passes the parent (KataGo's parent reads the child live): as a playout would
-            mcts._sync_shared(node)
             for k, child in enumerate(node.children):
                 if child is None or child.parents == 1 or k * NF >= len(node.st):
                     continue

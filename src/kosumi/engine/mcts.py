@@ -291,9 +291,6 @@ class Node:
         return int(self.agg[F_N])
 
 
-#: the move before the first move of a game, in a subtree value bias key
-NO_MOVE = -3
-
 #: the subtree value bias table starts afresh past this many buckets (memory bound)
 BIAS_TABLE_MAX = 1_000_000
 
@@ -310,19 +307,18 @@ def _windows(size: int) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
-def bias_key(state: GameState, move: int, prev: int | None = None) -> tuple | None:
+def bias_key(state: GameState, move: int, prev: int | None = None) -> tuple:
     """The subtree value bias bucket of the node that ``move`` makes from ``state``: the mover,
     the move, the move before it (``prev``: on the path the search took, which for a position
     reached by two move orders is not always ``state``'s own last move), the ko ban, and (not
     for a pass) the 5x5 window around the move before it was played, each stone marked when in
-    atari (KataGo's buckets). None (no bucket, as in KataGo) for a pass and for the first move
-    of a game."""
+    atari (KataGo's buckets)."""
     pla = state.to_move
     if prev is None:
-        prev = state.moves[-1][1] if state.moves else NO_MOVE
-    if move == PASS or prev == NO_MOVE:
-        return None
+        prev = state.moves[-1][1] if state.moves else -3
     ko = state.ko if state.ko_color == pla else -1
+    if move == PASS:
+        return (pla, move, prev, ko)
     board, head = state.board, state.head
     pattern = bytes(3 if q < 0 else board[q] | (4 if board[q] and state.in_atari(head[q]) else 0)
                     for q in _windows(state.size)[move])
@@ -535,9 +531,10 @@ class MCTS:
         is_root = 1.0
         graph = self._graph(root.state)
         transposed = False  # the path has passed a node another move order made
-        prev = root.state.moves[-1][1] if root.state.moves else NO_MOVE  # the move into ``node``
+        prev = root.state.moves[-1][1] if root.state.moves else -3  # the move into ``node``
         while True:
-            self._arrive(node, key)
+            if node.own_key != key:
+                self._refresh_own(node)
             i = select(node.st, node.priors, node.agg, params, node.own[O_U], node.sign,
                        is_root)
             if node.state.passes and node.agg[F_N] >= 3:
@@ -814,12 +811,7 @@ class MCTS:
         cfg = self.config
         self._center = puct.score_center(mean, root.state.size, cfg.score_center_zero_weight,
                                          cfg.score_center_scale)
-        if cfg.dynamic_score_utility or cfg.subtree_bias_factor:  # else nothing would change
-            self._recompute_tree(root)
-        else:
-            self._refresh_own(root)
-            puct.update_node(root.st, root.priors, root.own, self._params, root.sign, root.agg,
-                             None, 0, 0.0, self._bias_of(root))
+        self._recompute_tree(root)
         self._add_noise(root)
 
     def _recompute_tree(self, root: Node) -> None:
@@ -831,7 +823,7 @@ class MCTS:
         update, params, gen = puct.update_node, self._params, self._bias_gen
         for node in self._children_first(root):
             if node.terminal:
-                self._refresh_own(node)  # its exact score: no spread
+                self._set_terminal(node)
                 agg, own = node.agg, node.own
                 agg[puct.F_U], agg[puct.F_U2] = own[O_U], own[O_U] * own[O_U]
                 continue
@@ -933,51 +925,15 @@ class MCTS:
             node = node.children[i]
         return pv
 
-    def _arrive(self, node: Node, key: int) -> None:
-        """A node the walk reaches: its own utility at this search's center, and its shared
-        children read as they are now (KataGo's parent reads its children live)."""
-        if node.own_key != key:
-            self._refresh_own(node)
-        if node.shared_slots:
-            self._sync_shared(node)
-
-    def _sync_shared(self, node: Node) -> None:
-        """The node's records of the children other parents share, from those children now:
-        playouts through another parent may have moved them since this node last saw them."""
-        st, children = node.st, node.children
-        for k in node.shared_slots or ():
-            child = children[k] if k < len(children) else None
-            if child is not None and (k + 1) * NF <= len(st) and st[k * NF + F_N] > 0.0:
-                self._sync_edge(node, k, child, st[k * NF + F_N])
-
-    @staticmethod
-    def _lcb_records(root: Node) -> array[float]:
-        """The root's records as the move choice reads them: a child that other parents share
-        (after tree reuse) has its squared weights scaled by the edge's share once, not twice
-        as its parent sums them (KataGo's getChildWeightSq in its confidence bound)."""
-        if not root.shared_slots:
-            return root.st
-        st = array("d", root.st)
-        for k in root.shared_slots:
-            child = root.children[k] if k < len(root.children) else None
-            if child is None or (k + 1) * NF > len(st):
-                continue
-            n, edge = child.agg[F_N], st[k * NF + F_N]
-            if 0.0 < edge < n:
-                st[k * NF + F_W2] = child.agg[F_W2] * edge / n
-        return st
-
     def _result(self, root: Node, t0: float, start_visits: int) -> SearchResult:
         size = root.state.size
         infos: list[MoveInfo] = []
         rs = root.sign
         if root.expanded:
             cfg = self.config
-            if root.shared_slots:
-                self._sync_shared(root)
-            sel = choice.play_selection(self._lcb_records(root), root.priors, root.agg,
-                                        self._params, rs, cfg.lcb_stdevs,
-                                        cfg.lcb_min_visit_prop, cfg.utility_radius)
+            sel = choice.play_selection(root.st, root.priors, root.agg, self._params, rs,
+                                        cfg.lcb_stdevs, cfg.lcb_min_visit_prop,
+                                        cfg.utility_radius)
             rec = choice.padded(root.st, len(root.priors))
             for i in np.lexsort((-np.frombuffer(root.priors), -rec[:, F_N], -sel.weights)):
                 nv = rec[i, F_N]

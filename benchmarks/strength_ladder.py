@@ -36,7 +36,15 @@ import sys
 from pathlib import Path
 
 from emit import emit
-from vs_katago import G170, KATAGO, KATAGO_CFG, KATAGO_TEMPERATURE, load_chunks, visits_per_second
+from vs_katago import (
+    G170,
+    KATAGO,
+    KATAGO_CFG,
+    KATAGO_RESIGN,
+    KATAGO_TEMPERATURE,
+    load_chunks,
+    visits_per_second,
+)
 
 from kosumi.engine.match import play_match
 from kosumi.engine.openings import balanced_openings, read_openings, write_openings
@@ -45,7 +53,6 @@ from kosumi.errors import KosumiError
 from kosumi.fileio import atomic_write
 
 GNUGO = "/usr/games/gnugo"
-RESIGN = "allowResignation=true,resignThreshold=-0.90,resignConsecTurns=3"
 
 
 def fail(message: str) -> None:
@@ -81,7 +88,7 @@ def parse_nets(specs: list[str]) -> list[tuple[str, str]]:
 
 def katago_command(args: argparse.Namespace, visits: int) -> list[str]:
     return [str(args.katago), "gtp", "-model", str(args.katago_model), "-config",
-            str(args.config), "-override-config", f"maxVisits={visits},{RESIGN}"]
+            str(args.config), "-override-config", f"maxVisits={visits},{KATAGO_RESIGN}"]
 
 
 def kosumi_command(args: argparse.Namespace, model: str, visits: int) -> list[str]:

@@ -62,10 +62,12 @@ def fail(message: str) -> None:
     raise SystemExit(2)
 
 
+#: KataGo resigning as kosumi does: its win rate under 5% for 3 of its moves in a row
+KATAGO_RESIGN = "allowResignation=true,resignThreshold=-0.90,resignConsecTurns=3"
+
+
 def katago_command(args: argparse.Namespace, visits: int) -> list[str]:
-    # resignation as kosumi's (its win rate under 5% for 3 moves in a row), unless --no-resign
-    resign = ("allowResignation=false" if args.no_resign else
-              "allowResignation=true,resignThreshold=-0.90,resignConsecTurns=3")
+    resign = "allowResignation=false" if args.no_resign else KATAGO_RESIGN
     return [str(args.katago), "gtp", "-model", str(args.katago_model), "-config",
             str(args.config), "-override-config", f"maxVisits={visits},{resign}"]
 

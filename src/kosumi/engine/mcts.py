@@ -291,6 +291,9 @@ class Node:
         return int(self.agg[F_N])
 
 
+#: the move before a game's first move, in a subtree value bias key
+NO_MOVE = -3
+
 #: the subtree value bias table starts afresh past this many buckets (memory bound)
 BIAS_TABLE_MAX = 1_000_000
 
@@ -315,7 +318,7 @@ def bias_key(state: GameState, move: int, prev: int | None = None) -> tuple:
     atari (KataGo's buckets)."""
     pla = state.to_move
     if prev is None:
-        prev = state.moves[-1][1] if state.moves else -3
+        prev = state.moves[-1][1] if state.moves else NO_MOVE
     ko = state.ko if state.ko_color == pla else -1
     if move == PASS:
         return (pla, move, prev, ko)
@@ -531,7 +534,7 @@ class MCTS:
         is_root = 1.0
         graph = self._graph(root.state)
         transposed = False  # the path has passed a node another move order made
-        prev = root.state.moves[-1][1] if root.state.moves else -3  # the move into ``node``
+        prev = root.state.moves[-1][1] if root.state.moves else NO_MOVE  # the move into ``node``
         while True:
             if node.own_key != key:
                 self._refresh_own(node)
@@ -823,7 +826,7 @@ class MCTS:
         update, params, gen = puct.update_node, self._params, self._bias_gen
         for node in self._children_first(root):
             if node.terminal:
-                self._set_terminal(node)
+                self._refresh_own(node)  # its exact score, at the new center (no recount)
                 agg, own = node.agg, node.own
                 agg[puct.F_U], agg[puct.F_U2] = own[O_U], own[O_U] * own[O_U]
                 continue

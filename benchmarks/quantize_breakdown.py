@@ -35,7 +35,7 @@ import torch
 from emit import emit
 
 from kosumi.go.coords import symmetry_permutation
-from kosumi.nets.fold import fold_batchnorm
+from kosumi.nets.fold import fold
 from kosumi.nets.formats import read_model
 from kosumi.nets.quant import scheme_of
 from kosumi.quantize.calibration import read_calibration
@@ -115,7 +115,7 @@ def main() -> int:
     scheme = scheme_of(qnet.config)
     if scheme is None or scheme.bits != 8:
         sys.exit(f"{args.quantized}: not an int8 net")
-    folded = fold_batchnorm(ckpt.config, ckpt.tensors)
+    folded = fold(ckpt.config, ckpt.tensors)
     if args.positions is None:
         records = [json.loads(x) for x in args.reference.read_text().splitlines() if x.strip()]
         records = [r for r in records if r["board_size"] in ckpt.config.board_sizes]
@@ -127,7 +127,7 @@ def main() -> int:
                   if s.size in ckpt.config.board_sizes]
         ids = [str(i) for i in range(len(states))]
     sizes = [s.size for s in states]
-    base = (ckpt.config, folded, scheme.layers, scheme.acts, scheme.weight_max)
+    base = (folded, scheme.layers, scheme.acts, scheme.weight_max)
     every = FakeQuantGraph(*base)
     all_w, all_a = set(every.int_layers), set(every.acts)
     ref = evaluate_all(NetEvaluator(TorchGraph(FakeQuantGraph(*base, quantize=False)),

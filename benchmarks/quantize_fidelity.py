@@ -35,7 +35,7 @@ from emit import emit
 
 from kosumi.nets.formats import read_model
 from kosumi.nets.onnx import onnx_bytes
-from kosumi.quantize import QuantizeOptions, quantize_model
+from kosumi.quantize import QatStop, QuantizeOptions, quantize_model
 from kosumi.quantize.calibration import read_calibration
 from kosumi.runtime import NetEvaluator, load_evaluator
 from kosumi.runtime.agreement import agreement, evaluate_all, kl, raw_nn_policy, same_top_move
@@ -184,8 +184,10 @@ def main() -> int:
         t = time.perf_counter()
         options = QuantizeOptions(method=args.method, keep_float=keep,
                                   weight_max=args.weight_range)
-        rep, nbytes = quantize_model(args.model, q, options,
-                                     calib=args.calib, calib_limit=args.calib_size)
+        done = quantize_model(args.model, q, options, calib=args.calib,
+                              calib_limit=args.calib_size)
+        assert not isinstance(done, QatStop)  # no QAT in this call
+        rep, nbytes = done
         report["kosumi_quantize_seconds"] = round(time.perf_counter() - t, 1)
         report["kosumi_kept_float"] = rep.scheme.info.get("keep_float")
         report["kosumi_weight_max"] = rep.scheme.weight_max

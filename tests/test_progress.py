@@ -55,3 +55,18 @@ def test_a_shown_bar_renders_counts_rate_and_info():
     text = out.getvalue()
     assert "halfway" in text and "labelling" in text
     assert "20/20" in text and "shard 3/12" in text
+
+
+def test_a_discarded_bar_leaves_only_its_log_lines():
+    """A job stopped on purpose (QAT's --stop-after) prints its own line, not a half-full bar."""
+    out = io.StringIO()
+    console = Console(file=out, width=120, force_terminal=False, color_system=None)
+    with progress_bar(20, "QAT", unit="step", console=console) as bar:
+        bar.advance(12, info="loss 1.0")
+        bar.log("stopping")
+        bar.discard()
+    assert out.getvalue().split() == ["stopping"]
+    kept = io.StringIO()
+    with progress_bar(20, "QAT", console=Console(file=kept, width=120, color_system=None)) as bar:
+        bar.advance(12)
+    assert "12/20" in kept.getvalue()  # the oracle: without discard the bar stays

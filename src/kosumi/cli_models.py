@@ -194,7 +194,7 @@ def quantize_command(
     table."""
     import json
 
-    from kosumi.quantize import QuantizeOptions, quantize_model
+    from kosumi.quantize import QatStop, QuantizeOptions, quantize_model
 
     keep: str | list[str] = keep_float if keep_float in ("auto", "none") else [
         k.strip() for k in keep_float.split(",") if k.strip()]
@@ -213,20 +213,16 @@ def quantize_command(
                                  seed=seed, threads=threads, stop_after=stop_after,
                                  learn_scales=qat_scales == "learn", scale_lr=qat_scale_lr)
     try:
-        report, nbytes = quantize_model(model, out, options, calib=calib, calib_limit=calib_size,
-                                        progress=lambda m: typer.echo(m, err=True),
-                                        qat_data=data if qat else None, qat_options=qat_options,
-                                        resume=resume, progress_bar=not as_json,
-                                        zero=zero)
+        result = quantize_model(model, out, options, calib=calib, calib_limit=calib_size,
+                                progress=lambda m: typer.echo(m, err=True),
+                                qat_data=data if qat else None, qat_options=qat_options,
+                                resume=resume, progress_bar=not as_json, zero=zero)
     except KosumiError as e:
         fail(str(e))
-    except Exception as e:  # QatStopped only; anything else is re-raised
-        from kosumi.quantize.qat import QatStopped
-
-        if not isinstance(e, QatStopped):
-            raise
-        typer.echo(f"{e}; nothing written to {out} yet")
+    if isinstance(result, QatStop):
+        typer.echo(f"{result.message()}; nothing written to {out} yet")
         return
+    report, nbytes = result
     if as_json:
         typer.echo(json.dumps({"out": str(out), "bytes": nbytes,
                                "scheme": report.scheme.to_dict(),

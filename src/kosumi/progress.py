@@ -74,6 +74,12 @@ class ProgressBar:
             kwargs: dict[str, Any] = {} if info is None else {"info": info}
             self._progress.update(self._task, completed=completed, total=total, **kwargs)
 
+    def discard(self) -> None:
+        """Clear the bar when its block ends (a job that stopped on purpose before its end
+        leaves its one line, not a half-full bar)."""
+        if self._progress is not None:
+            self._progress.live.transient = True
+
     def log(self, message: str) -> None:
         """Print a line above the bar (or to stderr when the bar is disabled)."""
         if self._progress is not None:

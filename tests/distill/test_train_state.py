@@ -9,7 +9,6 @@ needs targets, a resumed run keeps its settings).
 from __future__ import annotations
 
 import hashlib
-import itertools
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,8 +23,6 @@ from kosumi.distill.train_state import (
     check_options,
     check_resume,
     check_teacher,
-    default_warmup,
-    learning_rate,
     resolve_sizes,
     student_config,
 )
@@ -128,14 +125,3 @@ def test_student_config():
     c = student_config(settings, {"teacher": "t"})
     assert (c.blocks, c.channels, c.board_sizes) == (1, 8, [9])
     assert not c.score_lead and c.ownership and c.provenance == {"teacher": "t"}
-
-
-def test_learning_rate_schedule():
-    total, base, warm = 1000, 1e-3, default_warmup(1000)
-    assert warm == 50
-    lrs = [learning_rate(s, total, base, warm) for s in range(total)]
-    assert lrs[0] == pytest.approx(base / warm) and lrs[warm - 1] == pytest.approx(base)
-    assert all(a < b for a, b in itertools.pairwise(lrs[:warm]))  # linear warm-up
-    assert all(a >= b for a, b in itertools.pairwise(lrs[warm:]))  # cosine decay
-    assert lrs[warm + (total - warm) // 2] == pytest.approx(base / 2, rel=1e-2)
-    assert lrs[-1] < base * 1e-4

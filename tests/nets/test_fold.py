@@ -88,3 +88,28 @@ def test_fold_refuses_integer_tensors(tmp_path):
     tensors["input_conv.weight"] = np.zeros(tensors["input_conv.weight"].shape, np.int8)
     with pytest.raises(KosumiError, match=r"'input_conv.weight' is int8"):
         fold_batchnorm(ckpt.config, tensors)
+
+
+def test_a_folded_net_is_a_float_net_that_runs_as_the_unfolded_one(tmp_path):
+    from dataclasses import replace
+
+    from kosumi.nets.fold import FoldedNet, fold
+
+    ckpt = read_checkpoint(random_net_file(tmp_path / "n.safetensors"))
+    net = fold(ckpt.config, ckpt.tensors)
+    states = bench_states(9, 4, seed=5)
+    planes, glob = get_feature_set(ckpt.config.features).encode(states)
+    with torch.no_grad():  # the torch module as trained, batch norms and all
+        want = build_net(ckpt)(torch.from_numpy(planes), torch.from_numpy(glob))
+    got = NumpyBackend.folded(net).forward(planes, glob)
+    for k in ("policy", "value"):
+        np.testing.assert_allclose(got[k], want[k].numpy(), atol=1e-4)
+    # a rewrite gives a new net and leaves the old one as it was
+    zero = net.with_tensors({"input_conv.bias": np.zeros_like(net.bias("input_conv"))})
+    assert not np.array_equal(zero.bias("input_conv"), net.bias("input_conv"))
+    assert zero.weight("input_conv") is net.weight("input_conv")
+    gone = FoldedNet(net.config, {k: v for k, v in net.tensors.items() if k != "value_fc1.bias"})
+    with pytest.raises(KosumiError, match=r"'value_fc1\.bias' is missing"):
+        NumpyBackend.folded(gone)
+    with pytest.raises(KosumiError, match="a folded net is a float net"):
+        FoldedNet(replace(ckpt.config, quantization={"bits": 16}), net.tensors)

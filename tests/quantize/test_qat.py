@@ -3,6 +3,7 @@ the quantized net's loss, and a stopped run resumes to the same net."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from kosumi.distill.labels import label_positions
 from kosumi.distill.positions import Position, write_positions
 from kosumi.nets.checkpoint import build_net, read_checkpoint
 from kosumi.nets.features import get_feature_set
-from kosumi.nets.fold import fold_batchnorm
+from kosumi.nets.fold import FoldedNet, fold
 from kosumi.nets.graph import inference_graph
 from kosumi.nets.quant import integer_plan, scheme_of
 from kosumi.quantize.qat import FakeQuantGraph, fake_quant_weight
@@ -43,8 +44,8 @@ def quantize(args: list[str]) -> None:
     assert r.exit_code == 0, r.output
 
 
-def dequantized(q) -> dict[str, np.ndarray]:
-    """The float tensors a quantized net's integers stand for (weights x scales)."""
+def dequantized(q) -> FoldedNet:
+    """The float net a quantized net's integers stand for (weights x scales)."""
     scheme = scheme_of(q.config)
     plan = integer_plan(inference_graph(q.config), scheme.layers)
     out = {}
@@ -60,7 +61,7 @@ def dequantized(q) -> dict[str, np.ndarray]:
         sx = scheme.acts[n.inputs[0]].scale
         out[f"{n.name}.weight"] = (w * sw.reshape((-1,) + (1,) * (w.ndim - 1))).astype(np.float32)
         out[f"{n.name}.bias"] = (q.tensors[f"{n.name}.bias"] * sx * sw).astype(np.float32)
-    return out
+    return FoldedNet(replace(q.config, quantization={}), out)
 
 
 def assert_same_outputs(model: FakeQuantGraph, q, planes: np.ndarray, glob: np.ndarray) -> None:
@@ -84,13 +85,13 @@ def test_fake_quant_graph_is_the_integer_arithmetic(setup):
     scheme = scheme_of(q.config)
     plan = integer_plan(inference_graph(q.config), scheme.layers)
     acts = {v: scheme.acts[plan.shared.get(v, v)] for v in plan.quantized}
-    model = FakeQuantGraph(q.config, dequantized(q), scheme.layers, acts, scheme.weight_max)
+    model = FakeQuantGraph(dequantized(q), scheme.layers, acts, scheme.weight_max)
     planes, glob = get_feature_set("basic").encode(bench_states(9, 12, seed=31))
     assert_same_outputs(model, q, planes, glob)
     # and without quantization it is the float net (the unfolded torch module as the oracle)
     ckpt = read_checkpoint(net)
-    plain = FakeQuantGraph(ckpt.config, fold_batchnorm(ckpt.config, ckpt.tensors),
-                           scheme.layers, acts, scheme.weight_max, quantize=False)
+    plain = FakeQuantGraph(fold(ckpt.config, ckpt.tensors), scheme.layers, acts,
+                           scheme.weight_max, quantize=False)
     with torch.no_grad():
         a = plain(torch.from_numpy(planes), torch.from_numpy(glob))
         b = build_net(ckpt)(torch.from_numpy(planes), torch.from_numpy(glob))
@@ -211,13 +212,13 @@ def test_the_written_net_is_the_trained_one_with_its_learned_scales(setup, tmp_p
     for name, w in trained.items():  # the trained weights are what the int8 net holds
         if name.endswith(".weight") and q.tensors[name].dtype == np.int8:
             np.testing.assert_allclose(fake_quant_weight(w, saved["weight_max"]).numpy(),
-                                       deq[name], rtol=1e-5, atol=1e-7)
+                                       deq.tensors[name], rtol=1e-5, atol=1e-7)
     state_scales = {k[len("model/log_scales."):].replace("__", "."): float(torch.exp(v))
                     for k, v in tensors.items() if k.startswith("model/log_scales.")}
     assert state_scales and state_scales.keys() <= learned.keys()
     acts = {k: ActQuant(**{**v, "scale": state_scales.get(k, v["scale"])})
             for k, v in saved["acts"].items()}
-    model = FakeQuantGraph(q.config, deq, saved["layers"], acts, saved["weight_max"])
+    model = FakeQuantGraph(deq, saved["layers"], acts, saved["weight_max"])
     planes, glob = get_feature_set("basic").encode(bench_states(9, 12, seed=41))
     assert_same_outputs(model, q, planes, glob)
 
@@ -270,8 +271,7 @@ def test_the_float_graph_of_a_transformer_net_is_katagos_net(tmp_path):
     ckpt = read_katago_model(path)
     graph = inference_graph(ckpt.config)
     layers = {n.name: "float" for n in graph.weighted()}
-    plain = FakeQuantGraph(ckpt.config, fold_batchnorm(ckpt.config, ckpt.tensors), layers, {},
-                           127, quantize=False)
+    plain = FakeQuantGraph(fold(ckpt.config, ckpt.tensors), layers, {}, 127, quantize=False)
     planes, glob = get_feature_set("katago_v7").encode(bench_states(9, 4, seed=3))
     with torch.no_grad():
         a = plain(torch.from_numpy(planes), torch.from_numpy(glob))

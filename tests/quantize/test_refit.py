@@ -4,17 +4,14 @@ inputs the finished quantized net really feeds it, a layer on exact inputs left 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
 from kosumi.models import resolve_model
 from kosumi.nets.features import get_feature_set
-from kosumi.nets.fold import fold_batchnorm
+from kosumi.nets.fold import fold
 from kosumi.nets.formats import read_net
-from kosumi.nets.graph import inference_graph
-from kosumi.nets.quant import QuantScheme, integer_plan
+from kosumi.nets.quant import integer_plan
 from kosumi.quantize.calibration import collect_stats
 from kosumi.quantize.ptq import build_quantized, make_acts
 from kosumi.quantize.refit import refit_layers
@@ -30,23 +27,21 @@ def refit_default():
     """``default`` (a trained net), every layer int8, refit on 128 9x9 positions in 4 batches
     of 32 (2,592 rows each: none sampled away)."""
     ckpt = read_net(resolve_model("default"), what="test")
-    config = ckpt.config
-    folded = fold_batchnorm(config, ckpt.tensors)
-    graph = inference_graph(config)
-    fs = get_feature_set(config.features)
-    float_cfg = replace(config, quantization=QuantScheme(bits=16).to_dict())
+    net = fold(ckpt.config, ckpt.tensors)
+    graph = net.graph
+    fs = get_feature_set(net.config.features)
     states = bench_states(9, 128, seed=11)
-    stats = collect_stats(NumpyBackend(float_cfg, folded), fs, states)
+    stats = collect_stats(NumpyBackend.folded(net), fs, states)
     layers = {n.name: "int8" for n in graph.weighted()}
     wanted = integer_plan(graph, layers).quantized | {n.inputs[0] for n in graph.weighted()}
-    acts = make_acts(graph, stats, {v for v in wanted if v in stats}, "mse", 99.99)
+    acts = make_acts(net, stats, {v for v in wanted if v in stats}, "mse", 99.99)
 
-    def build(tensors, rounded):
-        return build_quantized(config, tensors, layers, acts, 127, None, None, (), rounded)
+    def build(refit_net, rounded):
+        return build_quantized(refit_net, layers, acts, 127, None, None, (), rounded)
 
     batches = [fs.encode(states[i:i + 32]) for i in range(0, 128, 32)]
-    result = refit_layers(NumpyBackend(float_cfg, folded), folded, build, batches, 127)
-    return folded, float_cfg, build, batches, result
+    result = refit_layers(net, build, batches, 127)
+    return net, build, batches, result
 
 
 @pytest.mark.parametrize("layer", ["blocks.0.conv1", "blocks.0.conv2"])
@@ -55,9 +50,10 @@ def test_refit_is_the_least_squares_fit_to_the_quantized_nets_own_inputs(refit_d
     already refit and rounded) against the float net's output, solved by np.linalg.lstsq with
     the ridge towards the float weights written as extra rows; then the rounding's mean shift
     over those inputs added to the bias."""
-    folded, float_cfg, build, batches, result = refit_default
-    q = build(result.tensors, result.rounded)
-    int8, float_net = Int8NumpyBackend(q.config, q.tensors), NumpyBackend(float_cfg, folded)
+    net, build, batches, result = refit_default
+    folded = net.tensors
+    q = build(result.net, result.rounded)
+    int8, float_net = Int8NumpyBackend(q.config, q.tensors), NumpyBackend.folded(net)
     x_name = next(n for n in float_net.graph.nodes if n.output == layer).inputs[0]
     w = folded[f"{layer}.weight"].astype(np.float64)
     W, b = w.reshape(w.shape[0], -1), folded[f"{layer}.bias"].astype(np.float64)
@@ -73,27 +69,27 @@ def test_refit_is_the_least_squares_fit_to_the_quantized_nets_own_inputs(refit_d
     target = np.concatenate([(xf @ W.T + b) / np.sqrt(rows), np.sqrt(lam) * W.T])
     sol = np.linalg.lstsq(design, target, rcond=None)[0]
     w_fit, b_fit = sol[:k].T, sol[k]
-    got = result.tensors[f"{layer}.weight"].astype(np.float64).reshape(W.shape)
+    got = result.net.tensors[f"{layer}.weight"].astype(np.float64).reshape(W.shape)
     err = np.linalg.norm(got - w_fit) / np.linalg.norm(w_fit)
     moved = np.linalg.norm(w_fit - W) / np.linalg.norm(W)
     assert err < 2e-3 and moved > 10 * err, (err, moved)
     # the stored bias: the fit's, plus the mean output the GPTQ rounding took away
-    _, scale = quantize_weights(result.tensors[f"{layer}.weight"], 127)
+    _, scale = quantize_weights(result.net.tensors[f"{layer}.weight"], 127)
     qs = result.rounded[layer].reshape(W.shape).astype(np.float64) * scale[:, None]
     expect = b_fit + (got - qs) @ xq.mean(axis=0)
-    np.testing.assert_allclose(result.tensors[f"{layer}.bias"], expect,
+    np.testing.assert_allclose(result.net.tensors[f"{layer}.bias"], expect,
                                atol=2e-3 * float(np.abs(expect).max()))
 
 
 def test_a_layer_on_exact_inputs_is_left_as_it_was(refit_default):
     """The stem reads the binary input planes, which uint8 holds exactly: nothing to refit."""
-    folded, _, _, _, result = refit_default
+    net, _, _, result = refit_default
     assert "input_conv" in result.rounded
-    w = folded["input_conv.weight"]
+    w = net.weight("input_conv")
     # float32 sums: the targets W x + b are float32 products, whose rounding depends on the
     # CPU's BLAS kernel (an AVX-512 one moved one of 6,336 weights by 1.4e-4 of the largest);
     # the whole layer moved less than 1e-4 (below)
-    np.testing.assert_allclose(result.tensors["input_conv.weight"], w,
+    np.testing.assert_allclose(result.net.tensors["input_conv.weight"], w,
                                atol=5e-4 * float(np.abs(w).max()))
     assert result.moved["input_conv"] < 1e-4 < min(result.moved["blocks.0.conv1"],
                                                    result.moved["blocks.0.conv2"])

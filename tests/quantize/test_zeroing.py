@@ -28,7 +28,8 @@ def q(tmp_path_factory):
 
 def test_exactly_the_small_weights_become_zero(q):
     ck = q["ck"]
-    z, count, total = zero_small_weights(ck, 3)
+    z, zeroed = zero_small_weights(ck, 3)
+    count, total = zeroed.weights, zeroed.of
     int8 = [k for k, v in ck.tensors.items() if v.dtype == np.int8]
     assert total == sum(ck.tensors[k].size for k in int8) and count > 0
     expect = 0
@@ -41,8 +42,8 @@ def test_exactly_the_small_weights_become_zero(q):
     for k, v in ck.tensors.items():  # nothing else changes without means
         if v.dtype != np.int8:
             assert np.array_equal(v, z.tensors[k]), k
-    assert z.config.quantization["info"]["zeroed"] == {"threshold": 3, "weights": count,
-                                                       "of": total, "bias_corrected": False}
+    assert (zeroed.threshold, zeroed.bias_corrected) == (3, False)
+    assert z.config == ck.config  # the record is the quantizer's to write (quantize --zero)
     with pytest.raises(Exception, match="0 or more"):
         zero_small_weights(ck, -1)
 

@@ -78,7 +78,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -95,6 +95,7 @@ from kosumi.distill.dataset import (
     split_by_game,
 )
 from kosumi.distill.ddp import DistContext, init_distributed, unwrap_ddp, wrap_model
+from kosumi.distill.loop import Schedule, default_warmup, learning_rate, run_steps, stop_step
 from kosumi.distill.metrics_log import (
     append_metrics_log,
     remove_metrics_log,
@@ -111,8 +112,6 @@ from kosumi.distill.train_state import (
     check_options,
     check_resume,
     check_teacher,
-    default_warmup,
-    learning_rate,
     load_init,
     load_training_state,
     new_settings,
@@ -268,6 +267,17 @@ def _save_on_interrupt(run: _Run, enabled: bool) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@dataclass
+class _Window:
+    """The metrics since the last evaluation, and the last evaluation's."""
+
+    start: int  # the step the window began at
+    t0: float = field(default_factory=time.perf_counter)
+    sums: M.MetricSums = field(default_factory=M.MetricSums)
+    train: dict[str, float] = field(default_factory=dict)
+    val: dict[str, float] = field(default_factory=dict)
 
 
 class _Run:
@@ -447,10 +457,10 @@ class _Run:
                               f"({e.strerror or e})") from None
 
     # ------------------------------------------------------------------ loop
-    def train_step(self, step: int, sums: M.MetricSums) -> torch.Tensor:
-        """One optimiser step on global batch ``step``; returns the local mean loss (tensor)."""
+    def train_step(self, step: int, lr: float, sums: M.MetricSums) -> torch.Tensor:
+        """One optimiser step on global batch ``step`` at rate ``lr``; returns the local mean
+        loss (tensor)."""
         s, ctx = self.settings, self.ctx
-        lr = learning_rate(step, self.total, s["lr"], s["warmup"])
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         size, idx, syms = self.plan.batch(step)
@@ -488,6 +498,38 @@ class _Run:
             sums = M.MetricSums.from_tensor(names, packed)
         return sums.means()
 
+    def _evaluate_and_save(self, step: int, last: bool, window: _Window,
+                           records: list[dict[str, Any]], n_val: int, bar: Any) -> None:
+        """At an evaluation step: the training metrics since the last one (over every process),
+        the held-out metrics, a metrics line, the student and its resume state, the curves."""
+        o, s, ctx = self.o, self.settings, self.ctx
+        batch = s["batch"]
+        window.train = self._reduce(window.sums)
+        window.sums = M.MetricSums()
+        now = time.perf_counter()
+        rate = (step - window.start) * batch / max(1e-9, now - window.t0)
+        if ctx.is_main:
+            window.val = val = (evaluate(unwrap_ddp(self.model), self.dataset, self.val_idx, s,
+                                         ctx.device) if n_val else {})
+            record = {
+                "step": step, "samples": step * batch,
+                "epoch": round(step / self.plan.batches_per_epoch, 4),
+                "lr": self.last_lr, "samples_per_s": round(rate, 1),
+                "elapsed_s": round(self.elapsed_before + now - self.t0, 2),
+                "train": M.finite_or_none(window.train),
+                "val": M.finite_or_none(val),
+            }
+            append_metrics_log(self.paths.metrics, record)
+            records.append(record)
+            self._save(step, window.train, val)
+            if last or time.perf_counter() - self.last_plot > PLOT_EVERY_S:
+                self._plot(records)
+            if val and o.progress:
+                bar.log(f"step {step}: val top-1 {val['top1']:.3f} top-5 "
+                        f"{val['top5']:.3f} KL {val['policy_kl']:.4f} value MAE "
+                        f"{val['value_mae']:.4f}")
+        window.t0, window.start = time.perf_counter(), step
+
     def run(self) -> DistillResult:
         self._prepare()
         self._build()
@@ -510,17 +552,9 @@ class _Run:
                  + f", device {ctx.device}")
         batch = s["batch"]
         eval_every = o.eval_every if o.eval_every and o.eval_every > 0 else self.total
-        train_means: dict[str, float] = {}
-        val: dict[str, float] = {}
-        sums = M.MetricSums()
-        interval_t0, interval_start = time.perf_counter(), self.start
         from kosumi.progress import progress_bar
 
-        end = self.total
-        if o.stop_after is not None:
-            if o.stop_after < 1:
-                raise KosumiError(f"--stop-after must be at least 1, not {o.stop_after}")
-            end = min(self.total, self.start + o.stop_after)
+        stop_step(self.start, self.total, o.stop_after)  # a bad --stop-after fails first
         if self.start >= self.total:
             self.log(f"{paths.state}: already trained {self.start} of {self.total} steps; "
                      "nothing to do (raise --steps to train longer)")
@@ -528,42 +562,21 @@ class _Run:
                           enabled=o.progress and ctx.is_main,
                           completed=self.start * batch) as bar, \
                 _save_on_interrupt(self, enabled=not ctx.distributed):
-            step = self.start
-            while step < end:
-                loss = self.train_step(step, sums)
-                step += 1
-                if self.interrupted:
-                    end = step  # evaluate and save this step, then stop
-                if o.progress and ctx.is_main and (step % 10 == 0 or step == end):
+            window = _Window(self.start)
+
+            def after(step: int, loss: torch.Tensor, last: bool) -> None:
+                if o.progress and ctx.is_main and (step % 10 == 0 or last):
                     bar.advance(batch, info=f"step {step}/{self.total} loss {float(loss):.4f}")
                 else:
                     bar.advance(batch)
-                if step % eval_every == 0 or step == end:
-                    train_means = self._reduce(sums)
-                    sums = M.MetricSums()
-                    now = time.perf_counter()
-                    rate = (step - interval_start) * batch / max(1e-9, now - interval_t0)
-                    if ctx.is_main:
-                        val = (evaluate(unwrap_ddp(self.model), self.dataset, self.val_idx, s,
-                                        ctx.device) if n_val else {})
-                        record = {
-                            "step": step, "samples": step * batch,
-                            "epoch": round(step / self.plan.batches_per_epoch, 4),
-                            "lr": self.last_lr, "samples_per_s": round(rate, 1),
-                            "elapsed_s": round(self.elapsed_before + now - self.t0, 2),
-                            "train": M.finite_or_none(train_means),
-                            "val": M.finite_or_none(val),
-                        }
-                        append_metrics_log(paths.metrics, record)
-                        records.append(record)
-                        self._save(step, train_means, val)
-                        if step == end or time.perf_counter() - self.last_plot > PLOT_EVERY_S:
-                            self._plot(records)
-                        if val and o.progress:
-                            bar.log(f"step {step}: val top-1 {val['top1']:.3f} top-5 "
-                                    f"{val['top5']:.3f} KL {val['policy_kl']:.4f} value MAE "
-                                    f"{val['value_mae']:.4f}")
-                    interval_t0, interval_start = time.perf_counter(), step
+
+            ended = run_steps(self.start, Schedule(self.total, s["lr"], s["warmup"]),
+                              lambda k, lr: self.train_step(k, lr, window.sums),
+                              lambda k, last: self._evaluate_and_save(k, last, window, records,
+                                                                      n_val, bar),
+                              eval_every, o.stop_after, after, lambda: self.interrupted)
+        end = ended.step
+        train_means, val = window.train, window.val
         if self.interrupted:
             self.log(f"interrupted after step {end}; saved {paths.state} (continue with --resume)")
             raise KeyboardInterrupt

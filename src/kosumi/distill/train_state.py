@@ -14,7 +14,6 @@ written atomically (``save_training_state`` / ``read_training_state`` /
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import re
@@ -453,17 +452,3 @@ class DistillResult:
     seconds: float
     samples_per_s: float
     config: NetConfig | None = None
-
-
-# ---------------------------------------------------------------------------- schedule
-def learning_rate(step: int, total: int, base: float, warmup: int) -> float:
-    """Linear warm-up over ``warmup`` steps to ``base``, then cosine decay to 0 at ``total``."""
-    if warmup > 0 and step < warmup:
-        return base * (step + 1) / warmup
-    span = max(1, total - warmup)
-    progress = min(1.0, (step - warmup) / span)
-    return base * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-def default_warmup(total: int) -> int:
-    return min(1000, max(1, total // 20))

@@ -24,14 +24,22 @@ norms of each block and the trunk tip sit on the residual stream and stay as per
 ``affine`` layers (``.scale``, ``.bias``), as do a nested bottleneck block's pre and post norms;
 a transformer block's RMS-norm weight is folded into the 1x1 projections that read the norm (its
 input channels scaled), and learned rotary frequencies are copied as they are.
+
+``FoldedNet`` is the result as a type: a float net's config and its folded tensors, what every
+step after folding takes and gives (equalisation, refit, QAT, PTQ, the numpy backend's float
+reference, ONNX export, the weight plots) instead of a loose dict beside a config.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from kosumi.errors import KosumiError
 from kosumi.nets.config import LZ_BOARD_SIZE, NetConfig
+from kosumi.nets.graph import WEIGHTED_OPS, Graph, float_tensors, inference_graph
 from kosumi.nets.katago_layout import block_specs, walk
 
 BN_EPS = 1e-5  # kosumi's BatchNorm eps (nets.resnet.BN_EPS; kept here so folding needs no torch)
@@ -71,6 +79,51 @@ def fold_batchnorm(config: NetConfig, tensors: dict[str, np.ndarray]) -> dict[st
     out = _fold_katago(config, tensors) if config.family == "katago" \
         else _fold_kosumi(config, tensors)
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in out.items()}
+
+
+@dataclass(frozen=True)
+class FoldedNet:
+    """A float net with nothing left to fold: ``config`` (never a quantized one) and the float
+    tensors of its inference graph, named by its layers (``NAME.weight``, ``NAME.bias``,
+    ``NAME.scale``). Made by ``fold`` from a net's own tensors; a step that rewrites tensors
+    gives a new one (``with_tensors``)."""
+
+    config: NetConfig
+    tensors: dict[str, np.ndarray]
+
+    def __post_init__(self) -> None:
+        if self.config.quantized:
+            raise KosumiError("a folded net is a float net: this config carries a quantization "
+                              "scheme")
+
+    @cached_property
+    def graph(self) -> Graph:
+        return inference_graph(self.config)
+
+    def check(self, source: str) -> None:
+        """Every tensor the inference graph reads is there: KosumiError naming the first one
+        missing (``source``: what the net is, for the message)."""
+        for n in self.graph.nodes:
+            names = [f"{n.name}.weight", f"{n.name}.bias"] if n.op in WEIGHTED_OPS else []
+            for name in [*names, *float_tensors(n)]:
+                if name not in self.tensors:
+                    raise KosumiError(f"{source}: tensor {name!r} is missing (the folded "
+                                      f"{n.op} layer {n.name} reads it)")
+
+    def with_tensors(self, tensors: dict[str, np.ndarray]) -> FoldedNet:
+        """The same net with (some of) its tensors replaced."""
+        return FoldedNet(self.config, {**self.tensors, **tensors})
+
+    def weight(self, layer: str) -> np.ndarray:
+        return self.tensors[f"{layer}.weight"]
+
+    def bias(self, layer: str) -> np.ndarray:
+        return self.tensors[f"{layer}.bias"]
+
+
+def fold(config: NetConfig, tensors: dict[str, np.ndarray]) -> FoldedNet:
+    """A float net's ``FoldedNet`` (``fold_batchnorm``)."""
+    return FoldedNet(config, fold_batchnorm(config, tensors))
 
 
 # ---------------------------------------------------------------------------- kosumi nets

@@ -37,7 +37,7 @@ import numpy as np
 from kosumi.errors import KosumiError
 from kosumi.nets.checkpoint import Checkpoint
 from kosumi.nets.config import NetConfig
-from kosumi.nets.fold import fold_batchnorm
+from kosumi.nets.fold import fold
 from kosumi.nets.graph import Graph, Node, inference_graph
 from kosumi.nets.onnx_meta import (
     META_CONFIG,
@@ -489,7 +489,7 @@ def _build_model(config: NetConfig, tensors: dict[str, np.ndarray], precision: s
         raise KosumiError(f"ONNX precision {precision!r} is not one of {', '.join(PRECISIONS)} "
                           "(int8 ONNX comes from a quantized net: kosumi quantize --bits 8)")
     graph = inference_graph(config)
-    folded = tensors if config.quantized else fold_batchnorm(config, tensors)
+    folded = tensors if config.quantized else fold(config, tensors).tensors
     half = precision == "fp16"
     if int8:
         b: _OnnxBuilder = _QdqBuilder(graph, folded, config, pad_channels)

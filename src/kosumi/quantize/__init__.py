@@ -16,23 +16,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kosumi.errors import KosumiError
-from kosumi.quantize.ptq import QuantizeOptions, QuantizeReport, quantize_net
+from kosumi.nets.checkpoint import Checkpoint
+from kosumi.nets.fold import FoldedNet
+from kosumi.nets.quant import ActQuant, QuantScheme
+from kosumi.quantize.ptq import QatStage, QuantizeOptions, QuantizeReport, quantize_net
+from kosumi.quantize.record import QatOutcome, QatStop
 
 if TYPE_CHECKING:
     from kosumi.go.board import GameState
+    from kosumi.quantize.qat import QatOptions
 
-__all__ = ["QuantizeOptions", "QuantizeReport", "onnxruntime_check", "quantize_model"]
+__all__ = ["QatStop", "QuantizeOptions", "QuantizeReport", "onnxruntime_check",
+           "quantize_model"]
 
 
 def quantize_model(source: str | os.PathLike[str], out: str | os.PathLike[str],
                    options: QuantizeOptions, calib: str | os.PathLike[str] | None = None,
                    calib_limit: int = 512,
                    progress: Any = None, qat_data: str | os.PathLike[str] | None = None,
-                   qat_options: Any = None, resume: bool = False,
-                   progress_bar: bool = False, zero: int = 0) -> tuple[QuantizeReport, int]:
+                   qat_options: QatOptions | None = None, resume: bool = False,
+                   progress_bar: bool = False, zero: int = 0
+                   ) -> tuple[QuantizeReport, int] | QatStop:
     """Quantize ``source`` into ``out`` (see the module docstring): (report, bytes written).
     ``qat_data``: a label folder to fine-tune on (``quantize.qat``, with ``qat_options``),
-    resumable from ``OUT.qat-state`` with ``resume``. ``zero``: then set the int8 weights with
+    resumable from ``OUT.qat-state`` with ``resume``; a QAT run stopped by its ``stop_after``
+    writes nothing and gives where it stopped. ``zero``: then set the int8 weights with
     ``|q| <= zero`` to zero, biases corrected on the calibration positions
     (``quantize.zeroing``); the agreement is measured again after it."""
     from kosumi.fileio import output_errors
@@ -54,7 +62,7 @@ def quantize_model(source: str | os.PathLike[str], out: str | os.PathLike[str],
             progress(f"{calib}: {skipped} positions of board sizes the net does not play left "
                      "out")
         states = spread(states, calib_limit)
-    qat = None
+    qat: QatStage | None = None
     if qat_data is not None:
         if options.bits != 8:
             raise KosumiError("--qat trains an int8 net: give --bits 8")
@@ -65,20 +73,25 @@ def quantize_model(source: str | os.PathLike[str], out: str | os.PathLike[str],
                              need_labels=qopts.target == "teacher")
         state = Path(str(out) + ".qat-state")
 
-        def qat(folded: Any, layers: Any, acts: Any, weight_max: int) -> Any:
+        def qat(net: FoldedNet, layers: dict[str, str], acts: dict[str, ActQuant],
+                weight_max: int) -> QatOutcome | QatStop:
             if progress:
                 progress(f"QAT: {qopts.steps} steps on {data.count} positions of {qat_data} "
                          f"(target: {qopts.target}); state in {state}")
-            trained, learned, summary = run_qat(ckpt.config, folded, layers, acts, weight_max,
-                                                data, qopts, state, resume=resume,
-                                                progress=progress_bar, say=progress)
-            return trained, learned, {**summary, "data": str(qat_data)}
+            result = run_qat(net, layers, acts, weight_max, data, qopts, state, resume=resume,
+                             progress=progress_bar, say=progress)
+            if isinstance(result, QatOutcome):
+                result.record.data = str(qat_data)
+            return result
     elif resume:
         raise KosumiError("--resume continues a QAT run: give --qat --data LABELS")
     if zero and options.bits != 8:
         raise KosumiError("--zero works on int8 weights: give --bits 8")
-    qnet, report = quantize_net(ckpt, states, options, source=str(source), progress=progress,
-                                qat=qat)
+    result = quantize_net(ckpt, states, options, source=str(source), progress=progress,
+                          qat=qat)
+    if isinstance(result, QatStop):
+        return result
+    qnet, report = result
     if zero:
         qnet, report = _zero(qnet, report, ckpt, states, zero, progress)
     if options.bits == 8:
@@ -117,21 +130,26 @@ def onnxruntime_check(qnet: Any, states: list[Any], per_size: int = 4) -> dict[s
     return {"weights": weights, **r}
 
 
-def _zero(qnet: Any, report: QuantizeReport, float_net: Any, states: list[Any], threshold: int,
-          progress: Any) -> tuple[Any, QuantizeReport]:
+def _zero(qnet: Checkpoint, report: QuantizeReport, float_net: Checkpoint,
+          states: list[GameState], threshold: int, progress: Any
+          ) -> tuple[Checkpoint, QuantizeReport]:
     """``--zero``: small int8 weights zeroed, biases corrected, agreement measured again."""
     from kosumi.nets.features import get_feature_set
-    from kosumi.nets.quant import QuantScheme
     from kosumi.quantize.judging import agreement_with_float, judge_batches
+    from kosumi.quantize.ptq import with_record
     from kosumi.quantize.zeroing import input_means, zero_small_weights
 
+    record = report.record
+    assert record is not None  # quantize_net's int8 report has its record
     judge, _ = judge_batches(get_feature_set(qnet.config.features), states, 128)
-    zeroed, n, total = zero_small_weights(qnet, threshold, input_means(qnet, judge))
+    means = input_means(qnet, judge)
+    zeroed, record.zeroed = zero_small_weights(qnet, threshold, means)
+    n, total = record.zeroed.weights, record.zeroed.of
     if progress:
         progress(f"--zero {threshold}: {n:,} of {total:,} int8 weights set to zero "
                  f"({100 * n / max(1, total):.1f}%), biases corrected on {len(judge)} positions")
-    agreement = agreement_with_float(float_net, zeroed, states)
-    info = zeroed.config.quantization["info"]
-    info["agreement_on_calibration"] = agreement
+    record.agreement_on_calibration = agreement_with_float(float_net, zeroed, states)
+    zeroed = with_record(zeroed, record)
     return zeroed, QuantizeReport(scheme=QuantScheme.from_dict(zeroed.config.quantization),
-                                  sensitivity=report.sensitivity, agreement=agreement)
+                                  sensitivity=report.sensitivity,
+                                  agreement=record.agreement_on_calibration, record=record)

@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from kosumi.nets.config import NetConfig
+from kosumi.nets.fold import FoldedNet
 from kosumi.quantize.calibration import ValueStats
 
 MIN_SCALE, MAX_SCALE = 1 / 64, 64.0
 
 
-def equalize_blocks(config: NetConfig, folded: dict[str, np.ndarray],
-                    stats: dict[str, ValueStats]) -> tuple[dict[str, np.ndarray], dict[str, float]]:
-    """(equalized tensors, per block the ratio of widest to narrowest channel range before)."""
-    out = dict(folded)
+def equalize_blocks(net: FoldedNet, stats: dict[str, ValueStats]
+                    ) -> tuple[FoldedNet, dict[str, float]]:
+    """(the equalized net, per block the ratio of widest to narrowest channel range before)."""
+    config = net.config
+    out = dict(net.tensors)
     spread: dict[str, float] = {}
     if config.family != "kosumi":
-        return out, spread
+        return net, spread
     for i in range(config.blocks):
         p = f"blocks.{i}"
         st = stats.get(f"{p}.conv1:relu")
@@ -45,26 +46,26 @@ def equalize_blocks(config: NetConfig, folded: dict[str, np.ndarray],
         out[f"{p}.conv1.weight"] = out[f"{p}.conv1.weight"] / s[:, None, None, None]
         out[f"{p}.conv1.bias"] = out[f"{p}.conv1.bias"] / s
         out[f"{p}.conv2.weight"] = w2 * s[None, :, None, None]
-    return {k: np.asarray(v, dtype=np.float32) for k, v in out.items()}, spread
+    return FoldedNet(config, {k: np.asarray(v, dtype=np.float32) for k, v in out.items()}), spread
 
 
-def equalize_stream(config: NetConfig, folded: dict[str, np.ndarray],
-                    stats: dict[str, ValueStats], balance: float = 0.5
-                    ) -> tuple[dict[str, np.ndarray], float]:
+def equalize_stream(net: FoldedNet, stats: dict[str, ValueStats], balance: float = 0.5
+                    ) -> tuple[FoldedNet, float]:
     """The same rewrite for the residual stream (kosumi nets): every tensor of the stream (the
     stem's output and each block's) is quantized per tensor, and its channel c can be divided by
     s_c throughout -- the stem's and every second convolution's output rows divided, every
     reader's input columns (each block's first convolution, the heads' convolutions) multiplied
     -- because the skip adds and ReLUs commute with it. s_c = a_c^b * r_c^(b-1) up to a common
     factor, a_c the channel's largest range over the stream, r_c the largest reader weight of it,
-    b = ``balance`` (1: equal activation ranges; 0.5: DFQ's balance). Returns (tensors, the
+    b = ``balance`` (1: equal activation ranges; 0.5: DFQ's balance). Returns (the net, the
     ratio of widest to narrowest channel before)."""
+    config, folded = net.config, net.tensors
     if config.family != "kosumi":
-        return dict(folded), 1.0
+        return net, 1.0
     names = ["stem:relu"] + [f"blocks.{i}:relu" for i in range(config.blocks)]
     ranges = [m for m in (stats[n].chan_max for n in names if n in stats) if m is not None]
     if not ranges:
-        return dict(folded), 1.0
+        return net, 1.0
     a = np.maximum(np.max(np.stack(ranges), axis=0).astype(np.float64), 1e-6)
     readers = [f"blocks.{i}.conv1" for i in range(config.blocks)] + ["policy_conv", "value_conv"]
     writers = ["input_conv", "global_linear"] + [f"blocks.{i}.conv2" for i in range(config.blocks)]
@@ -83,7 +84,8 @@ def equalize_stream(config: NetConfig, folded: dict[str, np.ndarray],
         if f"{n}.weight" in out:
             w = out[f"{n}.weight"]
             out[f"{n}.weight"] = w * s.reshape((1, -1) + (1,) * (w.ndim - 2))
-    return {k: v.astype(np.float32) for k, v in out.items()}, float(a.max() / a.min())
+    return (FoldedNet(config, {k: v.astype(np.float32) for k, v in out.items()}),
+            float(a.max() / a.min()))
 
 
 def weight_bias_correction(w: np.ndarray, wq_float: np.ndarray, mean_in: np.ndarray) -> np.ndarray:

@@ -13,7 +13,6 @@ reports.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -21,8 +20,7 @@ import numpy as np
 from kosumi.go.board import GameState
 from kosumi.nets.checkpoint import Checkpoint
 from kosumi.nets.features import get_feature_set
-from kosumi.nets.fold import fold_batchnorm
-from kosumi.nets.quant import QuantScheme
+from kosumi.nets.fold import fold
 from kosumi.runtime.backend import Backend
 
 
@@ -87,7 +85,5 @@ def agreement_with_float(float_net: Checkpoint, q: Checkpoint, states: list[Game
     from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
     _, batches = judge_batches(get_feature_set(float_net.config.features), states, count)
-    float_cfg = replace(float_net.config, quantization=QuantScheme(bits=16).to_dict())
-    folded = fold_batchnorm(float_net.config, float_net.tensors)
-    ref = net_outputs(NumpyBackend(float_cfg, folded), batches)
+    ref = net_outputs(NumpyBackend.folded(fold(float_net.config, float_net.tensors)), batches)
     return compare_outputs(ref, net_outputs(Int8NumpyBackend(q.config, q.tensors), batches))

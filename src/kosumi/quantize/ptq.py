@@ -4,37 +4,40 @@
 its ``QuantScheme``, the folded graph's tensors: int8 weights, int32 biases, scales and
 fixed-point multipliers) and a report (the per-layer sensitivity table, what was kept in float).
 
-Steps (``bits`` 8):
+Steps (``bits`` 8), each a function from typed inputs to a typed result, the results gathered in
+a ``record.QuantRecord`` that the scheme's ``info`` is written from:
 
-1. fold the batch norms (``nets.fold``) and build the inference graph (``nets.graph``);
-2. run the float graph over the calibration positions and keep every value's range
-   (``quantize.calibration``);
-3. choose the layers kept in float: ``none``; a list of layer names; or ``auto``: quantize one
-   layer at a time (``sensitivity``) and keep the sensitive ones at the net's ends (stem,
-   global inputs, heads) in float, and the most sensitive trunk layers while their weights stay
-   within ``float_budget`` of the net's parameters;
-4. quantize: weights symmetric per output channel to [-weight_max, weight_max] (127, or 63 on
-   x86 CPUs without VNNI, where ONNX Runtime's uint8 x int8 kernels can saturate), activations
-   per tensor from the calibrated ranges (uint8; zero point 0 where never negative, else 128),
-   biases to int32, every requantisation to an int32 multiplier and a shift. Any integer that
-   does not fit int32 is an error naming the layer. ``rounding`` "gptq": the weights are
-   rounded by GPTQ (``quantize.rounding``) on the same scales; "refit" (the default): each
-   int8 layer is first refit to the quantized net's own inputs (``quantize.refit``), then
-   rounded by GPTQ. The net is built with the rounding asked and each simpler one (refit,
-   gptq, nearest); the one whose worst output agrees best with the float net on the judged
-   calibration positions (SQNR) is kept, and the scheme's ``info["rounding"]`` says which.
-   Refit and GPTQ learn from the other calibration positions, so that this choice is made on
-   positions they have not seen. With ``qat``
-   the trained weights are quantized (round to nearest, as trained) and that net is written;
-   the PTQ net of the same choices is built too, and ``info["qat"]`` holds both nets' SQNR, so
-   that a run that made the net worse (too high a learning rate, too few positions) says so.
+1. ``float_net``: fold the batch norms (``nets.fold``): a ``FoldedNet``;
+2. ``calibrate``: run the float graph over the calibration positions and keep every value's
+   range (``quantize.calibration``; equalised first, ``quantize.equalize``): a ``Calibration``;
+   ``plan_activations``: the quantizer of every value: an ``ActivationPlan``;
+3. ``choose_layers``: the layers kept in float: ``none``; a list of layer names; or ``auto``:
+   quantize one layer at a time (``sensitivity``) and keep the sensitive ones at the net's ends
+   (stem, global inputs, heads) in float, and the most sensitive trunk layers while their
+   weights stay within ``float_budget`` of the net's parameters: a ``LayerChoice``;
+4. quantize (``gptq_weights``, ``refit``, ``candidates``, ``build_quantized``): weights
+   symmetric per output channel to [-weight_max, weight_max] (127, or 63 on x86 CPUs without
+   VNNI, where ONNX Runtime's uint8 x int8 kernels can saturate), activations per tensor from
+   the calibrated ranges (uint8; zero point 0 where never negative, else 128), biases to int32,
+   every requantisation to an int32 multiplier and a shift. Any integer that does not fit int32
+   is an error naming the layer. ``rounding`` "gptq": the weights are rounded by GPTQ
+   (``quantize.rounding``) on the same scales; "refit" (the default): each int8 layer is first
+   refit to the quantized net's own inputs (``quantize.refit``), then rounded by GPTQ. The net
+   is built with the rounding asked and each simpler one (refit, gptq, nearest); the one whose
+   worst output agrees best with the float net on the judged calibration positions (SQNR) is
+   kept, and the record's ``RoundingChoice`` says which. Refit and GPTQ learn from the other
+   calibration positions, so that this choice is made on positions they have not seen. With a
+   QAT stage (``quantize.qat``) the trained weights are quantized (round to nearest, as trained)
+   and that net is written; the PTQ net of the same choices is built too, and the ``QatRecord``
+   holds both nets' SQNR, so that a run that made the net worse (too high a learning rate, too
+   few positions) says so.
 
 ``bits`` 16: the folded tensors in float16, no calibration.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,10 +46,9 @@ import numpy as np
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.nets.checkpoint import Checkpoint
-from kosumi.nets.config import NetConfig
-from kosumi.nets.features import get_feature_set
-from kosumi.nets.fold import fold_batchnorm
-from kosumi.nets.graph import WEIGHTED_OPS, Graph, float_tensors, inference_graph
+from kosumi.nets.features import FeatureSet, get_feature_set
+from kosumi.nets.fold import FoldedNet, fold
+from kosumi.nets.graph import WEIGHTED_OPS, Node, float_tensors
 from kosumi.nets.quant import (
     ActQuant,
     QuantScheme,
@@ -58,14 +60,26 @@ from kosumi.nets.quant import (
 from kosumi.quantize.calibration import ValueStats, activation_range, collect_stats
 from kosumi.quantize.equalize import equalize_blocks, equalize_stream, weight_bias_correction
 from kosumi.quantize.judging import compare_outputs, judge_batches, net_outputs
+from kosumi.quantize.record import (
+    Equalized,
+    LayerSensitivity,
+    QatOutcome,
+    QatStop,
+    QuantRecord,
+    RoundingChoice,
+)
+from kosumi.quantize.refit import Refit
 from kosumi.quantize.rounding import quantize_weights
+from kosumi.runtime.numpy_backend import NumpyBackend
+from kosumi.runtime.numpy_int8 import Int8NumpyBackend
 
 KEEP_FLOAT_AUTO = "auto"
 ROUNDINGS = ("refit", "gptq", "nearest")  # each tries those after it too
-# a QAT net this much below its PTQ net (worst-output SQNR on the judged positions) is flagged;
-# within it is the sample's noise: a b2c16 0.1 dB below had a 17% lower policy KL on 2,751
-# other positions (benchmarks/RESULTS.md, Quantization: QAT)
-QAT_NOISE_DB = 1.0
+Batches = list[tuple[np.ndarray, np.ndarray | None]]
+Say = Callable[[str], None]
+# the QAT stage (``quantize.qat``): the float net, the layer modes, the activation quantizers
+# of the integer plan and the weight range -> the trained net, or where it stopped on purpose
+QatStage = Callable[[FoldedNet, dict[str, str], dict[str, ActQuant], int], QatOutcome | QatStop]
 
 
 @dataclass
@@ -96,21 +110,12 @@ class QuantizeOptions:
 
 
 @dataclass
-class LayerSensitivity:
-    name: str
-    parameters: int
-    sqnr_db: float  # of the net's outputs (the worst of them) with only this layer quantized
-    max_policy_error: float
-    top1: float  # agreement with the float net, only this layer quantized
-    kept_float: bool = False
-
-
-@dataclass
 class QuantizeReport:
     scheme: QuantScheme
     sensitivity: list[LayerSensitivity] = field(default_factory=list)
     agreement: dict[str, float] = field(default_factory=dict)  # the whole net vs float
     onnxruntime: dict[str, Any] | None = None  # quantize.onnxruntime_check on this CPU
+    record: QuantRecord | None = None  # how it was made (the scheme's info, typed)
 
 
 def default_weight_max() -> tuple[int, str]:
@@ -126,16 +131,18 @@ def default_weight_max() -> tuple[int, str]:
 
 
 # ---------------------------------------------------------------------------- building blocks
-def _check_float_net(ckpt: Checkpoint, source: str) -> None:
+def float_net(ckpt: Checkpoint, source: str) -> FoldedNet:
+    """The net to quantize, folded; a quantized net or a NaN is an error naming ``source``."""
     if ckpt.config.quantized:
         raise KosumiError(f"{source}: already quantized ({ckpt.config.quantization.get('bits')}"
                           " bits); quantize the float net it came from")
     for name, t in ckpt.tensors.items():
         if t.dtype.kind == "f" and not np.isfinite(t).all():
             raise KosumiError(f"{source}: tensor {name!r} holds NaN or infinite values")
+    return fold(ckpt.config, ckpt.tensors)
 
 
-def make_acts(graph: Graph, stats: dict[str, ValueStats], names: set[str], method: str,
+def make_acts(net: FoldedNet, stats: dict[str, ValueStats], names: set[str], method: str,
               percentile: float, activations: str = "uint8") -> dict[str, ActQuant]:
     """Per value: uint8 (zero point 0) when never negative, else uint8 with zero point 128;
     ``activations`` "int8": int8 with zero point 0 everywhere (TensorRT's symmetric int8)."""
@@ -154,9 +161,38 @@ def make_acts(graph: Graph, stats: dict[str, ValueStats], names: set[str], metho
     return acts
 
 
-def build_quantized(config: NetConfig, folded: dict[str, np.ndarray], layers: dict[str, str],
-                    acts_all: dict[str, ActQuant], weight_max: int,
-                    info: dict[str, Any] | None = None,
+def _weighted_layer(tensors: dict[str, np.ndarray], n: Node, acts: dict[str, ActQuant],
+                    weight_max: int, input_means: dict[str, np.ndarray] | None,
+                    rounded: dict[str, np.ndarray] | None, w: np.ndarray, b: np.ndarray,
+                    requant_output: str | None) -> None:
+    """An int8 layer's tensors: int8 weights and their scales, the int32 bias (bias-corrected
+    by the layer's mean input when given) and, where its output is requantized, the
+    fixed-point multiplier."""
+    qw, sw = quantize_weights(w, weight_max)
+    if rounded is not None and n.name in rounded:
+        qw = rounded[n.name]
+    sx = acts[n.inputs[0]].scale
+    mean_in = (input_means or {}).get(n.name)
+    if mean_in is not None and mean_in.shape[0] == w.shape[1]:
+        wq_float = qw.astype(np.float64) * sw.astype(np.float64).reshape(
+            (-1,) + (1,) * (w.ndim - 1))
+        b = b.astype(np.float64) - weight_bias_correction(w, wq_float, mean_in)
+    tensors[f"{n.name}.weight"] = qw
+    tensors[f"{n.name}.weight_scale"] = sw
+    tensors[f"{n.name}.bias"] = check_int32(n.name, b.astype(np.float64)
+                                            / (sx * sw.astype(np.float64)), "bias")
+    if requant_output is not None:
+        m = sx * sw.astype(np.float64) / acts[requant_output].scale
+        m0, shift = quantize_multiplier(m)
+        if (31 + shift.astype(np.int64) > 62).any() or (31 + shift < 1).any():
+            raise KosumiError(f"layer {n.name}: its requantisation multiplier is out "
+                              "of int32 fixed-point range (recalibrate)")
+        tensors[f"{n.name}.multiplier"] = m0
+        tensors[f"{n.name}.shift"] = shift
+
+
+def build_quantized(net: FoldedNet, layers: dict[str, str], acts_all: dict[str, ActQuant],
+                    weight_max: int, info: dict[str, Any] | None = None,
                     input_means: dict[str, np.ndarray] | None = None,
                     requant: Collection[str] = (),
                     rounded: dict[str, np.ndarray] | None = None) -> Checkpoint:
@@ -165,8 +201,8 @@ def build_quantized(config: NetConfig, folded: dict[str, np.ndarray], layers: di
     channels, for bias correction (None: no correction). ``requant``: see ``integer_plan``.
     ``rounded``: per layer, int8 weights rounded otherwise than to nearest (on the same
     scales: ``quantize.rounding``)."""
-    graph = inference_graph(config)
-    plan = integer_plan(graph, layers, requant)
+    folded = net.tensors
+    plan = integer_plan(net.graph, layers, requant)
     acts: dict[str, ActQuant] = {}
     for v in plan.quantized:
         src = plan.shared.get(v, v)
@@ -183,27 +219,8 @@ def build_quantized(config: NetConfig, folded: dict[str, np.ndarray], layers: di
                 tensors[f"{n.name}.weight"] = w.astype(np.float32)
                 tensors[f"{n.name}.bias"] = b.astype(np.float32)
                 continue
-            qw, sw = quantize_weights(w, weight_max)
-            if rounded is not None and n.name in rounded:
-                qw = rounded[n.name]
-            sx = acts[n.inputs[0]].scale
-            mean_in = (input_means or {}).get(n.name)
-            if mean_in is not None and mean_in.shape[0] == w.shape[1]:
-                wq_float = qw.astype(np.float64) * sw.astype(np.float64).reshape(
-                    (-1,) + (1,) * (w.ndim - 1))
-                b = b.astype(np.float64) - weight_bias_correction(w, wq_float, mean_in)
-            tensors[f"{n.name}.weight"] = qw
-            tensors[f"{n.name}.weight_scale"] = sw
-            tensors[f"{n.name}.bias"] = check_int32(n.name, b.astype(np.float64)
-                                                    / (sx * sw.astype(np.float64)), "bias")
-            if st.requant:
-                m = sx * sw.astype(np.float64) / acts[st.output].scale
-                m0, shift = quantize_multiplier(m)
-                if (31 + shift.astype(np.int64) > 62).any() or (31 + shift < 1).any():
-                    raise KosumiError(f"layer {n.name}: its requantisation multiplier is out "
-                                      "of int32 fixed-point range (recalibrate)")
-                tensors[f"{n.name}.multiplier"] = m0
-                tensors[f"{n.name}.shift"] = shift
+            _weighted_layer(tensors, n, acts, weight_max, input_means, rounded, w, b,
+                            st.output if st.requant else None)
         elif st.integer and n.op in ("add", "add_bias"):
             sa, sb = (acts[x].scale for x in n.inputs)
             sy = acts[st.output].scale
@@ -216,43 +233,44 @@ def build_quantized(config: NetConfig, folded: dict[str, np.ndarray], layers: di
     scheme = QuantScheme(bits=8, layers=dict(layers), acts=acts, adds=adds,
                          weight_max=weight_max, info=dict(info or {}),
                          activations="int8" if kinds == {"int8"} else "uint8")
-    qconfig = replace(config, quantization=scheme.to_dict(), extra_tensors=[])
+    qconfig = replace(net.config, quantization=scheme.to_dict(), extra_tensors=[])
     return Checkpoint(config=qconfig, tensors=tensors, metadata={})
 
 
-def fp16_net(config: NetConfig, folded: dict[str, np.ndarray],
-             info: dict[str, Any] | None = None) -> Checkpoint:
+def with_record(q: Checkpoint, record: QuantRecord) -> Checkpoint:
+    """The quantized net with its scheme's ``info`` written from ``record``."""
+    return Checkpoint(config=replace(q.config, quantization={**q.config.quantization,
+                                                             "info": record.to_dict()}),
+                      tensors=q.tensors, metadata=q.metadata)
+
+
+def fp16_net(net: FoldedNet, record: QuantRecord) -> Checkpoint:
     """``--bits 16``: the folded tensors as float16."""
-    scheme = QuantScheme(bits=16, info=dict(info or {}))
-    big = [k for k, v in folded.items() if np.abs(v).max() > 65504]
+    scheme = QuantScheme(bits=16, info=record.to_dict())
+    big = [k for k, v in net.tensors.items() if np.abs(v).max() > 65504]
     if big:
         raise KosumiError(f"tensor {big[0]!r} has values beyond float16's range")
-    keep = {name for n in inference_graph(config).nodes if n.op == "attention"
+    keep = {name for n in net.graph.nodes if n.op == "attention"
             for name in float_tensors(n)}  # rotary frequencies: float32 (angles up to 18x)
-    tensors = {k: v.astype(np.float32 if k in keep else np.float16) for k, v in folded.items()}
-    return Checkpoint(config=replace(config, quantization=scheme.to_dict(), extra_tensors=[]),
+    tensors = {k: v.astype(np.float32 if k in keep else np.float16)
+               for k, v in net.tensors.items()}
+    return Checkpoint(config=replace(net.config, quantization=scheme.to_dict(), extra_tensors=[]),
                       tensors=tensors, metadata={})
 
 
-def sensitivity(config: NetConfig, folded: dict[str, np.ndarray], acts_all: dict[str, ActQuant],
-                weight_max: int, batches: list[tuple[np.ndarray, np.ndarray | None]],
-                input_means: dict[str, np.ndarray] | None = None) -> list[LayerSensitivity]:
+def sensitivity(net: FoldedNet, acts_all: dict[str, ActQuant], weight_max: int,
+                batches: Batches, input_means: dict[str, np.ndarray] | None = None
+                ) -> list[LayerSensitivity]:
     """Quantize one layer at a time (the others float): the policy's SQNR, largest error and
     top-1 agreement with the float net."""
-    from kosumi.runtime.numpy_backend import NumpyBackend
-    from kosumi.runtime.numpy_int8 import Int8NumpyBackend
-
-    graph = inference_graph(config)
-    float_cfg = replace(config, quantization=QuantScheme(bits=16).to_dict())
-    ref = net_outputs(NumpyBackend(float_cfg, folded), batches)
-    names = [n.name for n in graph.weighted()]
+    ref = net_outputs(NumpyBackend.folded(net), batches)
+    names = [n.name for n in net.graph.weighted()]
     rows = []
     for name in names:
         layers = {m: ("int8" if m == name else "float") for m in names}
-        q = build_quantized(config, folded, layers, acts_all, weight_max,
-                            input_means=input_means)
+        q = build_quantized(net, layers, acts_all, weight_max, input_means=input_means)
         c = compare_outputs(ref, net_outputs(Int8NumpyBackend(q.config, q.tensors), batches))
-        rows.append(LayerSensitivity(name=name, parameters=int(folded[f"{name}.weight"].size),
+        rows.append(LayerSensitivity(name=name, parameters=int(net.weight(name).size),
                                      sqnr_db=c["sqnr_db"], max_policy_error=c["max_policy_error"],
                                      top1=c["top1"]))
     return rows
@@ -286,29 +304,22 @@ def choose_float_layers(rows: list[LayerSensitivity], budget: float,
     return keep
 
 
-def empirical_bias_correction(config: NetConfig, folded: dict[str, np.ndarray],
-                              layers: dict[str, str], acts_all: dict[str, ActQuant],
-                              weight_max: int, batches: list[tuple[np.ndarray, np.ndarray | None]],
+def empirical_bias_correction(net: FoldedNet, layers: dict[str, str],
+                              acts_all: dict[str, ActQuant], weight_max: int, batches: Batches,
                               input_means: dict[str, np.ndarray] | None,
-                              rounded: dict[str, np.ndarray] | None = None
-                              ) -> dict[str, np.ndarray]:
+                              rounded: dict[str, np.ndarray] | None = None) -> FoldedNet:
     """Layer by layer, in order: quantize the net, measure the mean per-channel shift of the
     layer's output against the float net on the batches (where the float value is positive, for
-    an output through a ReLU), and take it out of the layer's float bias. Returns the corrected
-    folded tensors."""
-    from kosumi.runtime.numpy_backend import NumpyBackend
-    from kosumi.runtime.numpy_int8 import Int8NumpyBackend
-
-    graph = inference_graph(config)
-    float_cfg = replace(config, quantization=QuantScheme(bits=16).to_dict())
-    ref = [NumpyBackend(float_cfg, folded).values(p, g) for p, g in batches]
-    out = dict(folded)
-    plan = integer_plan(graph, layers)
+    an output through a ReLU), and take it out of the layer's float bias. Returns the net with
+    the corrected biases."""
+    ref = [NumpyBackend.folded(net).values(p, g) for p, g in batches]
+    out = net
+    plan = integer_plan(net.graph, layers)
     for st in plan.steps:
         n = st.node
         if not (st.integer and n.op in WEIGHTED_OPS):
             continue
-        q = build_quantized(config, out, layers, acts_all, weight_max, input_means=input_means,
+        q = build_quantized(out, layers, acts_all, weight_max, input_means=input_means,
                             rounded=rounded)
         backend = Int8NumpyBackend(q.config, q.tensors)
         total: np.ndarray | None = None  # summed shift per channel, and its weight
@@ -325,109 +336,158 @@ def empirical_bias_correction(config: NetConfig, folded: dict[str, np.ndarray],
         if total is None or count is None:  # (set together)
             continue
         shift = np.where(count > 0, total / np.maximum(count, 1), 0.0)
-        out[f"{n.name}.bias"] = (out[f"{n.name}.bias"].astype(np.float64) - shift).astype(
-            np.float32)
+        out = out.with_tensors({f"{n.name}.bias": (out.bias(n.name).astype(np.float64)
+                                                   - shift).astype(np.float32)})
     return out
 
 
-def _calibrate(float_cfg: NetConfig, config: NetConfig, folded: dict[str, np.ndarray],
-               fs: Any, states: list[GameState], options: QuantizeOptions,
-               info: dict[str, Any], say: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+# ---------------------------------------------------------------------------- the stages
+@dataclass
+class Calibration:
+    """The calibration stage: the net (equalised when asked), every value's statistics on the
+    calibration positions, and what equalisation did."""
+
+    net: FoldedNet
+    stats: dict[str, ValueStats]
+    equalized: Equalized | None = None
+
+
+@dataclass
+class ActivationPlan:
+    """The activation stage: a quantizer for every value the integer plan may need, the layer
+    outputs requantized (``--quantize-outputs on``), and per layer the mean of its input
+    channels for bias correction (None: no correction)."""
+
+    acts: dict[str, ActQuant]
+    requant: set[str]
+    means: dict[str, np.ndarray] | None
+
+
+@dataclass
+class LayerChoice:
+    """The float-layer stage: each layer's mode, those kept float, the sensitivity table."""
+
+    layers: dict[str, str]
+    keep: list[str]
+    rows: list[LayerSensitivity]
+
+
+@dataclass
+class Candidate:
+    """A net to build and judge for one rounding: its float tensors, the bias-correction means
+    and the int8 weights not rounded to nearest."""
+
+    net: FoldedNet
+    means: dict[str, np.ndarray] | None
+    rounded: dict[str, np.ndarray] | None
+
+
+def calibrate(net: FoldedNet, fs: FeatureSet, states: list[GameState],
+              options: QuantizeOptions, say: Say) -> Calibration:
     """Activation statistics of the float net on ``states``; with ``--equalize``, the blocks
     (and the stream) rescaled first and the statistics collected again."""
-    from kosumi.runtime.numpy_backend import NumpyBackend
-
     say(f"calibrating on {len(states)} positions")
-    stats = collect_stats(NumpyBackend(float_cfg, folded), fs, states)
+    stats = collect_stats(NumpyBackend.folded(net), fs, states)
     if not options.equalize:
-        return folded, stats
-    folded, spread = equalize_blocks(config, folded, stats)
+        return Calibration(net, stats)
+    eq_net, spread = equalize_blocks(net, stats)
     stream_spread = None
     if options.stream_balance is not None:
-        folded, stream_spread = equalize_stream(config, folded, stats, options.stream_balance)
-    if spread:
-        info["equalized_blocks"] = {k: round(v, 1) for k, v in spread.items()}
-        if stream_spread is not None:
-            info["equalized_stream"] = round(stream_spread, 1)
-        say(f"equalized {len(spread)} blocks; calibrating again")
-        stats = collect_stats(NumpyBackend(float_cfg, folded), fs, states)
-    return folded, stats
+        eq_net, stream_spread = equalize_stream(eq_net, stats, options.stream_balance)
+    if not spread:
+        return Calibration(eq_net, stats, None)
+    say(f"equalized {len(spread)} blocks; calibrating again")
+    return Calibration(eq_net, collect_stats(NumpyBackend.folded(eq_net), fs, states),
+                       Equalized(blocks=spread, stream=stream_spread))
 
 
-def _requantized_outputs(options: QuantizeOptions, graph: Graph,
-                         all_int: dict[str, str]) -> set[str]:
-    """The outputs of weighted layers to requantize (``QuantizeOptions.quantize_outputs``)."""
+def plan_activations(cal: Calibration, options: QuantizeOptions) -> ActivationPlan:
+    """The activation quantizers from the calibrated ranges (``make_acts``)."""
+    net, stats = cal.net, cal.stats
+    graph = net.graph
+    means = None
+    if options.bias_correction:
+        means = {n.name: stats[n.inputs[0]].chan_mean for n in graph.weighted()
+                 if n.inputs[0] in stats and stats[n.inputs[0]].chan_sum is not None}
     mode = options.quantize_outputs
     if mode not in ("on", "off"):
         raise KosumiError(f"--quantize-outputs {mode}: use on or off")
-    if mode == "off":
-        return set()
-    return {st.output for st in integer_plan(graph, all_int).steps
-            if st.node.op in WEIGHTED_OPS}
+    all_int = {n.name: "int8" for n in graph.weighted()}
+    requant: set[str] = set() if mode == "off" else {
+        st.output for st in integer_plan(graph, all_int).steps if st.node.op in WEIGHTED_OPS}
+    wanted = (integer_plan(graph, all_int).quantized | {n.inputs[0] for n in graph.weighted()}
+              | requant)
+    acts = make_acts(net, stats, {v for v in wanted if v in stats}, options.method,
+                     options.percentile, options.activations)
+    return ActivationPlan(acts, requant, means)
 
 
-def _float_layers(options: QuantizeOptions, rows: list[LayerSensitivity], names: list[str]
-                  ) -> list[str]:
+def choose_layers(net: FoldedNet, plan: ActivationPlan, weight_max: int, batches: Batches,
+                  judged: int, options: QuantizeOptions, say: Say) -> LayerChoice:
     """The layers kept in float: chosen by sensitivity (auto), none, or those named."""
+    names = [n.name for n in net.graph.weighted()]
+    rows: list[LayerSensitivity] = []
+    if options.keep_float == KEEP_FLOAT_AUTO or options.sensitivity:
+        say(f"sensitivity: {len(names)} layers, one at a time, on {judged} positions")
+        rows = sensitivity(net, plan.acts, weight_max, batches, plan.means)
     if options.keep_float == KEEP_FLOAT_AUTO:
-        return choose_float_layers(rows, options.float_budget)
-    if options.keep_float in ("none", None, []):
-        return []
-    given = options.keep_float
-    keep = [k for k in given.split(",") if k] if isinstance(given, str) else list(given)
-    unknown = [k for k in keep if k not in names]
-    if unknown:
-        raise KosumiError(f"--keep-float: no layer {unknown[0]!r} (layers: "
-                          f"{', '.join(names)})")
-    return keep
+        keep = choose_float_layers(rows, options.float_budget)
+    elif options.keep_float in ("none", None, []):
+        keep = []
+    else:
+        given = options.keep_float
+        keep = [k for k in given.split(",") if k] if isinstance(given, str) else list(given)
+        unknown = [k for k in keep if k not in names]
+        if unknown:
+            raise KosumiError(f"--keep-float: no layer {unknown[0]!r} (layers: "
+                              f"{', '.join(names)})")
+    for r in rows:
+        r.kept_float = r.name in keep
+    return LayerChoice({n: ("float" if n in keep else "int8") for n in names}, keep, rows)
 
 
-def _rounded_weights(options: QuantizeOptions, float_cfg: NetConfig,
-                     folded: dict[str, np.ndarray], fs: Any, states: list[GameState],
-                     weight_max: int, say: Any) -> dict[str, np.ndarray] | None:
-    """``--rounding gptq``: the int8 weights GPTQ rounded on the float net's inputs
-    (``quantize.rounding``); ``nearest``: None."""
+def gptq_weights(net: FoldedNet, fs: FeatureSet, states: list[GameState], weight_max: int,
+                 options: QuantizeOptions, say: Say) -> dict[str, np.ndarray] | None:
+    """``--rounding gptq`` (and refit, which tries it too): the int8 weights GPTQ rounded on
+    the float net's inputs (``quantize.rounding``); ``nearest``: None."""
     if options.rounding == "nearest":
         return None
     from kosumi.quantize.calibration import spread
     from kosumi.quantize.rounding import gptq_round, input_hessians
-    from kosumi.runtime.numpy_backend import NumpyBackend
 
-    backend = NumpyBackend(float_cfg, folded)
+    backend = NumpyBackend.folded(net)
     names = {n.name for n in backend.graph.weighted()}
     sample = spread(states, options.rounding_positions)
     say(f"GPTQ rounding: input statistics of {len(names)} layers on {len(sample)} positions")
     hessians = input_hessians(backend, fs, sample, names)
     out = {}
     for name, h in hessians.items():
-        w = folded[f"{name}.weight"]
+        w = net.weight(name)
         _, scale = quantize_weights(w, weight_max)
         out[name] = gptq_round(w, scale, h, weight_max)
     return out
 
 
-def _refit(options: QuantizeOptions, config: NetConfig, float_cfg: NetConfig,
-           folded: dict[str, np.ndarray], layers: dict[str, str], acts_all: dict[str, ActQuant],
-           weight_max: int, means: Any, outputs: set[str], fs: Any, states: list[GameState],
-           say: Any) -> Any:
+def refit(net: FoldedNet, choice: LayerChoice, plan: ActivationPlan, weight_max: int,
+          fs: FeatureSet, states: list[GameState], options: QuantizeOptions,
+          say: Say) -> Refit | None:
     """``--rounding refit``: ``quantize.refit`` on the chosen layers; other roundings: None."""
     if options.rounding != "refit":
         return None
     from kosumi.quantize.calibration import spread
     from kosumi.quantize.refit import refit_layers
     from kosumi.runtime.evaluator import same_size_chunks
-    from kosumi.runtime.numpy_backend import NumpyBackend
 
     sample = spread(states, options.rounding_positions)
     batches = [fs.encode([sample[i] for i in chunk]) for chunk in same_size_chunks(sample, 32)]
 
-    def build(tensors: dict[str, np.ndarray], rounded: dict[str, np.ndarray]) -> Checkpoint:
-        return build_quantized(config, tensors, layers, acts_all, weight_max, None,
-                               {k: v for k, v in (means or {}).items() if k not in rounded},
-                               outputs, rounded)
+    def build(tensors: FoldedNet, rounded: dict[str, np.ndarray]) -> Checkpoint:
+        return build_quantized(tensors, choice.layers, plan.acts, weight_max, None,
+                               {k: v for k, v in (plan.means or {}).items() if k not in rounded},
+                               plan.requant, rounded)
 
     say(f"refit: each int8 layer on the quantized net's inputs, {len(sample)} positions")
-    return refit_layers(NumpyBackend(float_cfg, folded), folded, build, batches, weight_max)
+    return refit_layers(net, build, batches, weight_max)
 
 
 def _not_judged(states: list[GameState], judge: list[GameState]) -> list[GameState]:
@@ -436,129 +496,106 @@ def _not_judged(states: list[GameState], judge: list[GameState]) -> list[GameSta
     return [s for s in states if id(s) not in seen] or states
 
 
-def _candidates(folded: dict[str, np.ndarray], means: Any, rounded: Any, refit: Any
-                ) -> dict[str, tuple[dict[str, np.ndarray], Any, Any]]:
-    """The nets to build and judge, by rounding: (float tensors, bias-correction means, int8
-    weights not rounded to nearest), the most elaborate first."""
-    out: dict[str, tuple[dict[str, np.ndarray], Any, Any]] = {}
-    if refit is not None:  # its layers' rounding shift is already out of their biases
-        out["refit"] = (refit.tensors, {k: v for k, v in (means or {}).items()
-                                        if k not in refit.rounded}, refit.rounded)
+def candidates(net: FoldedNet, means: dict[str, np.ndarray] | None,
+               rounded: dict[str, np.ndarray] | None, refitted: Refit | None
+               ) -> dict[str, Candidate]:
+    """The nets to build and judge, by rounding, the most elaborate first."""
+    out: dict[str, Candidate] = {}
+    if refitted is not None:  # its layers' rounding shift is already out of their biases
+        out["refit"] = Candidate(refitted.net, {k: v for k, v in (means or {}).items()
+                                                if k not in refitted.rounded}, refitted.rounded)
     if rounded is not None:
-        out["gptq"] = (folded, means, rounded)
-    out["nearest"] = (folded, means, None)
+        out["gptq"] = Candidate(net, means, rounded)
+    out["nearest"] = Candidate(net, means, None)
     return out
 
 
-# ---------------------------------------------------------------------------- the whole run
-def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOptions,
-                 source: str = "model", progress: Any = None,
-                 qat: Any = None) -> tuple[Checkpoint, QuantizeReport]:
-    """See the module docstring. ``progress(message)`` is called between steps. ``qat``: a
-    callable (folded, layers, acts, weight_max) -> (trained folded, learned activation
-    quantizers, summary) run after the layers and activation scales are chosen
-    (``quantize.qat``)."""
-    say = progress or (lambda message: None)
-    _check_float_net(ckpt, source)
-    config = ckpt.config
-    folded = fold_batchnorm(config, ckpt.tensors)
-    info: dict[str, Any] = {"source": source, "method": options.method}
-    if options.bits == 16:
-        return fp16_net(config, folded, info), QuantizeReport(QuantScheme(bits=16, info=info))
-    if options.bits != 8:
-        raise KosumiError(f"--bits {options.bits}: kosumi quantizes to 8 or 16 bits")
-    if not states:
-        raise KosumiError("the calibration set is empty")
-    from kosumi.runtime.numpy_backend import NumpyBackend
-    from kosumi.runtime.numpy_int8 import Int8NumpyBackend
-
-    weight_max, why = (options.weight_max, f"weights in +-{options.weight_max} (--weight-range)") \
-        if options.weight_max else default_weight_max()
-    if options.weight_max and weight_max > 63:
+def _weight_range(options: QuantizeOptions) -> tuple[int, str]:
+    """The int8 weights' range and why (``--weight-range``, or by this CPU)."""
+    if not options.weight_max:
+        return default_weight_max()
+    weight_max, why = options.weight_max, f"weights in +-{options.weight_max} (--weight-range)"
+    if weight_max > 63:
         from kosumi.runtime.cpu import int8_pairs_saturate
 
         if int8_pairs_saturate():
             why += ("; ONNX Runtime on this CPU (no VNNI) will hold them as uint8, exact but "
                     "slower than +-63")
-    info["kernels"] = why
-    say(f"{why}; activations {options.activations}")
-    graph = inference_graph(config)
-    fs = get_feature_set(config.features)
-    float_cfg = replace(config, quantization=QuantScheme(bits=16).to_dict())
-    folded, stats = _calibrate(float_cfg, config, folded, fs, states, options, info, say)
-    means = None
-    if options.bias_correction:
-        means = {n.name: stats[n.inputs[0]].chan_mean for n in graph.weighted()
-                 if n.inputs[0] in stats and stats[n.inputs[0]].chan_sum is not None}
-    names = [n.name for n in graph.weighted()]
-    all_int = {n: "int8" for n in names}
-    outputs = _requantized_outputs(options, graph, all_int)
-    info["quantize_outputs"] = bool(outputs)
-    wanted = (integer_plan(graph, all_int).quantized | {n.inputs[0] for n in graph.weighted()}
-              | outputs)
-    acts_all = make_acts(graph, stats, {v for v in wanted if v in stats}, options.method,
-                         options.percentile, options.activations)
-    info.update(calibration_positions=len(states),
-                calibration_sizes=sorted({s.size for s in states}), weight_max=weight_max)
+    return weight_max, why
 
+
+# ---------------------------------------------------------------------------- the whole run
+def quantize_net(ckpt: Checkpoint, states: list[GameState], options: QuantizeOptions,
+                 source: str = "model", progress: Say | None = None,
+                 qat: QatStage | None = None) -> tuple[Checkpoint, QuantizeReport] | QatStop:
+    """See the module docstring. ``progress(message)`` is called between steps. ``qat``: the
+    QAT stage (``quantize.qat``), run after the layers and activation scales are chosen; where
+    it stopped on purpose (``--stop-after``) that is returned and no net is built."""
+    say = progress or (lambda message: None)
+    net = float_net(ckpt, source)
+    record = QuantRecord(source=source, method=options.method)
+    if options.bits == 16:
+        return fp16_net(net, record), QuantizeReport(QuantScheme(bits=16, info=record.to_dict()),
+                                                     record=record)
+    if options.bits != 8:
+        raise KosumiError(f"--bits {options.bits}: kosumi quantizes to 8 or 16 bits")
+    if not states:
+        raise KosumiError("the calibration set is empty")
+    weight_max, record.kernels = _weight_range(options)
+    say(f"{record.kernels}; activations {options.activations}")
+    fs = get_feature_set(net.config.features)
+    cal = calibrate(net, fs, states, options, say)
+    net, record.equalized = cal.net, cal.equalized
+    plan = plan_activations(cal, options)
+    record.quantize_outputs = bool(plan.requant)
+    record.calibration_positions = len(states)
+    record.calibration_sizes = sorted({s.size for s in states})
+    record.weight_max = weight_max
     if options.rounding not in ROUNDINGS:
         raise KosumiError(f"--rounding {options.rounding!r}: use {' or '.join(ROUNDINGS)}")
     judge, batches = judge_batches(fs, states, options.eval_positions)
     fit = _not_judged(states, judge)
-    rounded = _rounded_weights(options, float_cfg, folded, fs, fit, weight_max, say)
-    rows: list[LayerSensitivity] = []
-    if options.keep_float == KEEP_FLOAT_AUTO or options.sensitivity:
-        say(f"sensitivity: {len(names)} layers, one at a time, on {len(judge)} positions")
-        rows = sensitivity(config, folded, acts_all, weight_max, batches, means)
-    keep = _float_layers(options, rows, names)
-    for r in rows:
-        r.kept_float = r.name in keep
-    layers = {n: ("float" if n in keep else "int8") for n in names}
+    rounded = gptq_weights(net, fs, fit, weight_max, options, say)
+    choice = choose_layers(net, plan, weight_max, batches, len(judge), options, say)
     if options.empirical_bias:
         say("bias correction, layer by layer")
-        folded = empirical_bias_correction(config, folded, layers, acts_all, weight_max, batches,
-                                           means, rounded)
-    info["keep_float"] = keep
-    info["sensitivity"] = [r.__dict__ for r in rows]
-    refit = _refit(options, config, float_cfg, folded, layers, acts_all, weight_max, means,
-                   outputs, fs, fit, say)
+        net = empirical_bias_correction(net, choice.layers, plan.acts, weight_max, batches,
+                                        plan.means, rounded)
+    record.keep_float, record.sensitivity = choice.keep, choice.rows
+    refitted = refit(net, choice, plan, weight_max, fs, fit, options, say)
+    trained: QatOutcome | None = None
     if qat is not None:
-        plan_acts = {v: acts_all[v] for v in integer_plan(graph, layers, outputs).quantized
-                     if v in acts_all}
-        trained, learned, info["qat"] = qat(folded, layers, plan_acts, weight_max)
-    ref = net_outputs(NumpyBackend(float_cfg, folded), batches)  # the float net as given
+        plan_acts = {v: plan.acts[v] for v in integer_plan(net.graph, choice.layers,
+                                                           plan.requant).quantized
+                     if v in plan.acts}
+        outcome = qat(net, choice.layers, plan_acts, weight_max)
+        if isinstance(outcome, QatStop):
+            return outcome
+        trained, record.qat = outcome, outcome.record
+    ref = net_outputs(NumpyBackend.folded(net), batches)  # the float net as given
 
-    def judged(tensors: dict[str, np.ndarray], acts: dict[str, ActQuant], bias_means: Any,
-               weights: Any) -> tuple[Checkpoint, dict[str, float]]:
-        q = build_quantized(config, tensors, layers, acts, weight_max, info, bias_means,
-                            outputs, weights)
+    def judged(c: Candidate, acts: dict[str, ActQuant]) -> tuple[Checkpoint, dict[str, float]]:
+        q = build_quantized(c.net, choice.layers, acts, weight_max, None, c.means,
+                            plan.requant, c.rounded)
         return q, compare_outputs(ref, net_outputs(Int8NumpyBackend(q.config, q.tensors),
                                                    batches))
 
-    tried = {m: judged(t, acts_all, bm, w)
-             for m, (t, bm, w) in _candidates(folded, means, rounded, refit).items()}
+    tried = {m: judged(c, plan.acts)
+             for m, c in candidates(net, plan.means, rounded, refitted).items()}
     # refit and GPTQ make each layer's own output error smaller, which is not always the whole
     # net's: the net with the higher worst-output SQNR on the judged positions is kept
     chosen = max(tried, key=lambda m: tried[m][1]["sqnr_db"])
     q, agreement = tried[chosen]
-    info["rounding"] = {"asked": options.rounding, "chosen": chosen,
-                        "sqnr_db": {m: round(a["sqnr_db"], 2) for m, (_, a) in tried.items()}}
-    info["rounding"].update({} if refit is None else {"refit_layers": len(refit.rounded)})
-    if qat is not None:  # the trained weights answer for their own rounding: no bias means
-        q, agreement = judged(trained, {**acts_all, **learned}, None, None)
-        _against_ptq(info, agreement["sqnr_db"])
-    info["agreement_on_calibration"] = agreement
-    q.config.quantization["info"] = info
+    record.rounding = RoundingChoice(
+        asked=options.rounding, chosen=chosen,
+        sqnr_db={m: round(a["sqnr_db"], 2) for m, (_, a) in tried.items()},
+        refit_layers=None if refitted is None else len(refitted.rounded))
+    if trained is not None:  # the trained weights answer for their own rounding: no bias means
+        q, agreement = judged(Candidate(trained.net, None, None), {**plan.acts, **trained.learned})
+        trained.record.judged(agreement["sqnr_db"], record.rounding)
+        record.rounding = RoundingChoice(asked="nearest (QAT)", chosen="nearest",
+                                         sqnr_db={"nearest": round(agreement["sqnr_db"], 2)})
+    record.agreement_on_calibration = agreement
+    q = with_record(q, record)
     return q, QuantizeReport(scheme=QuantScheme.from_dict(q.config.quantization),
-                             sensitivity=rows, agreement=agreement)
-
-
-def _against_ptq(info: dict[str, Any], qat_db: float) -> None:
-    """Record a QAT net's worst-output SQNR beside the PTQ net's (``info["rounding"]``, the
-    PTQ choice), flagged when it is more than ``QAT_NOISE_DB`` below; the rounding is then QAT's."""
-    chosen = info["rounding"]["chosen"]
-    ptq_db = info["rounding"]["sqnr_db"][chosen]
-    info["qat"].update(ptq={"rounding": chosen, "sqnr_db": ptq_db}, sqnr_db=round(qat_db, 2),
-                       worse_than_ptq=qat_db < ptq_db - QAT_NOISE_DB)
-    info["rounding"] = {"asked": "nearest (QAT)", "chosen": "nearest",
-                        "sqnr_db": {"nearest": info["qat"]["sqnr_db"]}}
+                             sensitivity=choice.rows, agreement=agreement, record=record)

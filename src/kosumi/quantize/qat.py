@@ -10,13 +10,15 @@ activation scales start from calibration and are learned with the weights (LSQ: 
 gradient comes through the same formula; learned as log s, so they stay positive), unless
 ``learn_scales`` is off.
 
-``run_qat`` fine-tunes it on a label folder (``kosumi label``): the loss is distill's KD loss
-(policy KL, value cross-entropy, ownership and score terms) against the teacher's targets, or
-against the float net's own outputs (``target="float"``: self-distillation, the labels' positions
-only). Like distill it is resumable: the state (weights, Adam moments, RNG) is saved atomically
-every ``save_every`` steps beside the output, and ``resume=True`` continues exactly. The result
-is quantized again with the same scheme (the learned activation scales; the weight scales of
-the trained weights): ``kosumi quantize MODEL --bits 8 --qat --data LABELS --steps N --out Q``.
+``run_qat`` fine-tunes it on a label folder (``kosumi label``) with distill's trainer
+(``distill.loop``: the same loop, schedule (cosine, no warm-up), ``--stop-after`` and resume
+state as ``kosumi distill``): the loss is distill's KD loss (policy KL, value cross-entropy,
+ownership and score terms) against the teacher's targets, or against the float net's own outputs
+(``target="float"``: self-distillation, the labels' positions only). The state (weights, Adam
+moments, RNG) is saved atomically every ``save_every`` steps beside the output, and
+``resume=True`` continues exactly. The result is quantized again with the same scheme (the
+learned activation scales; the weight scales of the trained weights): ``kosumi quantize MODEL
+--bits 8 --qat --data LABELS --steps N --out Q``.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.nets.config import NetConfig
 from kosumi.nets.features import get_feature_set
-from kosumi.nets.graph import WEIGHTED_OPS, inference_graph
+from kosumi.nets.fold import FoldedNet
 from kosumi.nets.quant import ActQuant, integer_plan
+from kosumi.quantize.record import QatOutcome, QatRecord, QatStop
 from kosumi.runtime.evaluator import legal_with_pass
 
 STATE_SUFFIX = ".qat-state"
@@ -87,11 +90,11 @@ class FakeQuantGraph(nn.Module):
     """The inference graph in torch (NCHW), fake-quantized where the scheme says (see the module
     docstring); ``quantize=False`` runs it in plain float (the float net, for targets)."""
 
-    def __init__(self, config: NetConfig, folded: dict[str, np.ndarray], layers: dict[str, str],
-                 acts: dict[str, ActQuant], weight_max: int, quantize: bool = True,
-                 learn_scales: bool = False):
+    def __init__(self, net: FoldedNet, layers: dict[str, str], acts: dict[str, ActQuant],
+                 weight_max: int, quantize: bool = True, learn_scales: bool = False):
         super().__init__()
-        self.graph = inference_graph(config)
+        self.config = net.config
+        self.graph = net.graph
         plan = integer_plan(self.graph, layers, acts)
         self.source = {v: plan.shared.get(v, v) for v in plan.quantized}
         self.acts = {v: acts[src] for v, src in self.source.items()}
@@ -103,14 +106,15 @@ class FakeQuantGraph(nn.Module):
         self.weight_max = weight_max
         self.quantize = quantize
         self.p = nn.ParameterDict({_key(k): nn.Parameter(torch.from_numpy(
-            np.array(v, dtype=np.float32))) for k, v in folded.items()})
+            np.array(v, dtype=np.float32))) for k, v in net.tensors.items()})
 
     def tensor(self, name: str) -> torch.Tensor:
         return cast(torch.Tensor, self.p[_key(name)])
 
-    def folded(self) -> dict[str, np.ndarray]:
-        return {k.replace("__", "."): v.detach().cpu().numpy().astype(np.float32)
-                for k, v in self.p.items()}
+    def folded(self) -> FoldedNet:
+        """The net with the tensors as trained so far."""
+        return FoldedNet(self.config, {k.replace("__", "."): v.detach().cpu().numpy().astype(
+            np.float32) for k, v in self.p.items()})
 
     def learned_acts(self) -> dict[str, ActQuant]:
         """The activation quantizers with the learned scales (empty unless learn_scales)."""
@@ -215,14 +219,6 @@ class QatOptions:
     stop_after: int | None = None  # stop this invocation after K steps (then resume)
     learn_scales: bool = True  # learn the activation scales too (LSQ), not only the weights
     scale_lr: float = 0.1  # the log-scales' learning rate, as a share of ``lr``
-
-
-class QatStopped(Exception):
-    """QAT stopped on purpose (``stop_after``) at ``step``; its state is saved."""
-
-    def __init__(self, step: int, state: Path):
-        super().__init__(f"QAT stopped at step {step}; its state is in {state} (--resume)")
-        self.step = step
 
 
 @dataclass
@@ -360,18 +356,62 @@ def _optimizer(model: FakeQuantGraph, options: QatOptions) -> torch.optim.Optimi
     return torch.optim.Adam(groups, lr=options.lr)
 
 
-def run_qat(config: NetConfig, folded: dict[str, np.ndarray], layers: dict[str, str],
-            acts: dict[str, ActQuant], weight_max: int, data: QatData, options: QatOptions,
-            state_path: Path, resume: bool = False, progress: bool = False,
-            say: Any = None
-            ) -> tuple[dict[str, np.ndarray], dict[str, ActQuant], dict[str, Any]]:
-    """Fine-tune (see the module docstring): (the trained folded tensors, the learned
-    activation quantizers (empty with ``learn_scales`` off), a summary)."""
-    from kosumi.distill.train_state import (
-        load_training_state,
-        read_training_state,
-        save_training_state,
-    )
+def _identity(options: QatOptions, data: QatData, layers: dict[str, str],
+              acts: dict[str, ActQuant], weight_max: int) -> dict[str, Any]:
+    """What a resumed run must share with the run it continues (saved in its state)."""
+    return {"options": asdict(options), "data_hash": data.content_hash, "layers": layers,
+            "acts": {k: v.to_dict() for k, v in acts.items()}, "weight_max": weight_max}
+
+
+def _resume(state_path: Path, identity: dict[str, Any], model: FakeQuantGraph,
+            optimizer: torch.optim.Optimizer) -> tuple[int, list[dict[str, float]]]:
+    """Put a saved run back (``distill.train_state``'s state file): (its step, its history)."""
+    from kosumi.distill.train_state import load_training_state, read_training_state
+
+    saved, tensors = read_training_state(state_path)
+    for key in ("data_hash", "layers", "acts", "weight_max"):
+        if json.dumps(saved.get(key), sort_keys=True) != json.dumps(identity[key],
+                                                                    sort_keys=True):
+            raise KosumiError(f"{state_path}: --resume with another {key.replace('_', ' ')}"
+                              " than the run it continues")
+    load_training_state(state_path, saved, tensors, model, optimizer)
+    return int(saved["step"]), list(saved.get("history", []))
+
+
+def _targets(config: NetConfig, data: QatData, n: int, idx: np.ndarray, options: QatOptions,
+             float_net: FakeQuantGraph, x: torch.Tensor, g: torch.Tensor | None,
+             legal: torch.Tensor) -> QatTargets:
+    """A batch's targets: the float net's outputs, or the labels' teacher targets."""
+    if options.target == "float":
+        return _float_targets(config, float_net(x, g), legal)
+    score, ownership = data.score[n], data.ownership[n]
+    return {"policy": torch.from_numpy(data.policy[n][idx]),
+            "value": torch.from_numpy(data.value[n][idx]),
+            "score": None if score is None else torch.from_numpy(score[idx]),
+            "ownership": None if ownership is None else torch.from_numpy(ownership[idx])}
+
+
+def _record(options: QatOptions, data: QatData, history: list[dict[str, float]],
+            learned: dict[str, ActQuant], acts: dict[str, ActQuant]) -> QatRecord:
+    record = QatRecord(steps=options.steps, target=options.target, lr=options.lr,
+                       batch=options.batch, positions=data.count,
+                       final_loss_terms={k: float(np.mean([h[k] for h in history if k in h]))
+                                         for k in (history[0] if history else {})})
+    if learned:
+        moved = [abs(math.log(a.scale / acts[k].scale)) for k, a in learned.items()]
+        record.scales_learned = len(learned)
+        record.largest_scale_change = round(math.exp(max(moved)), 3)
+    return record
+
+
+def run_qat(net: FoldedNet, layers: dict[str, str], acts: dict[str, ActQuant], weight_max: int,
+            data: QatData, options: QatOptions, state_path: Path, resume: bool = False,
+            progress: bool = False, say: Any = None) -> QatOutcome | QatStop:
+    """Fine-tune (see the module docstring): the trained net, the learned activation
+    quantizers (empty with ``learn_scales`` off) and the run's record; or, stopped by
+    ``stop_after``, where it stopped (its state saved)."""
+    from kosumi.distill.loop import Schedule, run_steps
+    from kosumi.distill.train_state import save_training_state
     from kosumi.progress import progress_bar
 
     say = say or (lambda m: None)
@@ -382,86 +422,56 @@ def run_qat(config: NetConfig, folded: dict[str, np.ndarray], layers: dict[str, 
     if options.threads:
         torch.set_num_threads(int(options.threads))
     torch.manual_seed(options.seed)
-    model = FakeQuantGraph(config, folded, layers, acts, weight_max,
-                           learn_scales=options.learn_scales)
-    float_net = FakeQuantGraph(config, folded, layers, acts, weight_max, quantize=False).eval()
+    config = net.config
+    model = FakeQuantGraph(net, layers, acts, weight_max, learn_scales=options.learn_scales)
+    float_net = FakeQuantGraph(net, layers, acts, weight_max, quantize=False).eval()
     for p in float_net.parameters():
         p.requires_grad_(False)
     optimizer = _optimizer(model, options)
-    identity = {"options": asdict(options), "data_hash": data.content_hash,
-                "layers": layers, "acts": {k: v.to_dict() for k, v in acts.items()},
-                "weight_max": weight_max}
+    identity = _identity(options, data, layers, acts, weight_max)
     start = 0
     history: list[dict[str, float]] = []  # the loss terms of the last steps (kept on resume)
     if resume:
-        saved, tensors = read_training_state(state_path)
-        for key in ("data_hash", "layers", "acts", "weight_max"):
-            if json.dumps(saved.get(key), sort_keys=True) != json.dumps(identity[key],
-                                                                        sort_keys=True):
-                raise KosumiError(f"{state_path}: --resume with another {key.replace('_', ' ')}"
-                                  " than the run it continues")
-        load_training_state(state_path, saved, tensors, model, optimizer)
-        start = int(saved["step"])
-        history = list(saved.get("history", []))
+        start, history = _resume(state_path, identity, model, optimizer)
         say(f"resuming QAT at step {start}")
     fs = get_feature_set(config.features)
     sizes = sorted(data.states)
     weights = np.array([len(data.states[n]) for n in sizes], dtype=np.float64)
     weights /= weights.sum()
+
+    def step(k: int, lr: float) -> float:
+        nonlocal history
+        rng = np.random.default_rng([options.seed, k])
+        n = sizes[int(rng.choice(len(sizes), p=weights))]
+        idx = rng.choice(len(data.states[n]), size=min(options.batch, len(data.states[n])),
+                         replace=False)
+        states = [data.states[n][i] for i in idx]
+        planes, glob = fs.encode(states)
+        legal = torch.from_numpy(legal_with_pass(states))
+        x = torch.from_numpy(planes)
+        g = None if glob is None else torch.from_numpy(glob)
+        targets = _targets(config, data, n, idx, options, float_net, x, g, legal)
+        model.train()
+        for group in optimizer.param_groups:
+            group["lr"] = lr * group["rate"]
+        loss, parts = qat_loss(config, model(x, g), legal, targets, options)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        optimizer.step()
+        history = [*history[-49:], parts]
+        return float(loss.detach())
+
+    def save(done: int) -> None:
+        save_training_state(state_path, model, optimizer,
+                            {**identity, "step": done, "history": history})
+
     with progress_bar(options.steps - start, "QAT", unit="step", enabled=progress) as bar:
-        for step in range(start, options.steps):
-            rng = np.random.default_rng([options.seed, step])
-            n = sizes[int(rng.choice(len(sizes), p=weights))]
-            idx = rng.choice(len(data.states[n]), size=min(options.batch,
-                                                           len(data.states[n])), replace=False)
-            states = [data.states[n][i] for i in idx]
-            planes, glob = fs.encode(states)
-            legal = torch.from_numpy(legal_with_pass(states))
-            x = torch.from_numpy(planes)
-            g = None if glob is None else torch.from_numpy(glob)
-            if options.target == "float":
-                targets = _float_targets(config, float_net(x, g), legal)
-            else:
-                score, ownership = data.score[n], data.ownership[n]
-                targets = {
-                    "policy": torch.from_numpy(data.policy[n][idx]),
-                    "value": torch.from_numpy(data.value[n][idx]),
-                    "score": None if score is None else torch.from_numpy(score[idx]),
-                    "ownership": None if ownership is None else torch.from_numpy(ownership[idx]),
-                }
-            model.train()
-            lr = options.lr * 0.5 * (1 + math.cos(math.pi * step / options.steps))
-            for group in optimizer.param_groups:
-                group["lr"] = lr * group["rate"]
-            loss, parts = qat_loss(config, model(x, g), legal, targets, options)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()  # type: ignore[no-untyped-call]
-            optimizer.step()
-            history = [*history[-49:], parts]
-            bar.advance(1, info=f"loss {float(loss.detach()):.4f}")
-            done = step + 1
-            stop = options.stop_after is not None and done - start >= options.stop_after \
-                and done < options.steps
-            if done % options.save_every == 0 or done == options.steps or stop:
-                save_training_state(state_path, model, optimizer,
-                                    {**identity, "step": done, "history": history})
-            if stop:
-                raise QatStopped(done, state_path)
-    tail = history
-    summary = {"steps": options.steps, "target": options.target, "lr": options.lr,
-               "batch": options.batch, "positions": data.count,
-               "final_loss_terms": {k: float(np.mean([h[k] for h in tail if k in h]))
-                                    for k in (tail[0] if tail else {})}}
+        end = run_steps(start, Schedule(options.steps, options.lr), step,
+                        lambda done, last: save(done), options.save_every, options.stop_after,
+                        after=lambda done, loss, last: bar.advance(1, info=f"loss {loss:.4f}"))
+        if end.stopped:
+            bar.discard()
+    if end.stopped:
+        return QatStop(end.step, str(state_path))
     learned = model.learned_acts()
-    if learned:
-        moved = [abs(math.log(a.scale / acts[k].scale)) for k, a in learned.items()]
-        summary["scales_learned"] = len(learned)
-        summary["largest_scale_change"] = round(math.exp(max(moved)), 3)
-    return model.folded(), learned, summary
-
-
-def trained_only(folded: dict[str, np.ndarray], config: NetConfig) -> dict[str, np.ndarray]:
-    """The tensors of the graph's layers (the folded tensors a quantized net is built from)."""
-    graph = inference_graph(config)
-    names = {n.name for n in graph.nodes if n.op in WEIGHTED_OPS or n.op == "affine"}
-    return {k: v for k, v in folded.items() if k.rsplit(".", 1)[0] in names}
+    return QatOutcome(model.folded(), learned, _record(options, data, history, learned, acts))

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from kosumi.nets.checkpoint import Checkpoint
+from kosumi.nets.fold import FoldedNet
 from kosumi.nets.graph import WEIGHTED_OPS
 from kosumi.quantize.rounding import (
     DAMP,
@@ -49,11 +50,11 @@ Batches = list[tuple[np.ndarray, np.ndarray | None]]
 
 @dataclass
 class Refit:
-    """The refit float tensors (``tensors``: weights and corrected biases of the refit layers,
-    the others as given), their int8 weights (``rounded``), and per refit layer how far its
-    weights moved (relative Frobenius norm)."""
+    """The refit net (``net``: weights and corrected biases of the refit layers, the others as
+    given), their int8 weights (``rounded``), and per refit layer how far its weights moved
+    (relative Frobenius norm)."""
 
-    tensors: dict[str, np.ndarray]
+    net: FoldedNet
     rounded: dict[str, np.ndarray] = field(default_factory=dict)
     moved: dict[str, float] = field(default_factory=dict)
 
@@ -67,16 +68,18 @@ def _prune(v: dict[str, Any], needed: set[str]) -> None:
         del v[name]
 
 
-def refit_layers(float_backend: NumpyBackend, tensors: dict[str, np.ndarray],
-                 build: Callable[[dict[str, np.ndarray], dict[str, np.ndarray]], Checkpoint],
+def refit_layers(net: FoldedNet,
+                 build: Callable[[FoldedNet, dict[str, np.ndarray]], Checkpoint],
                  batches: Batches, weight_max: int, seed: int = 0,
                  say: Callable[[str], None] | None = None) -> Refit:
-    """See the module docstring. ``float_backend``: the float net (its folded ``tensors``);
-    ``build(tensors, rounded)``: the quantized net of those tensors with those layers' int8
-    weights (the others rounded to nearest)."""
+    """See the module docstring. ``net``: the float net; ``build(net, rounded)``: the quantized
+    net of that float net with those layers' int8 weights (the others rounded to nearest)."""
     rng = np.random.default_rng(seed)
-    out = Refit(tensors=dict(tensors))
-    first = build(out.tensors, out.rounded)
+    float_backend = NumpyBackend.folded(net)
+    tensors = dict(net.tensors)  # rewritten layer by layer
+    rounded: dict[str, np.ndarray] = {}
+    moved: dict[str, float] = {}
+    first = build(FoldedNet(net.config, tensors), rounded)
     steps = Int8NumpyBackend(first.config, first.tensors).plan.steps
     nodes = float_backend.graph.nodes
     node_index = {nd.output: i for i, nd in enumerate(nodes)}
@@ -90,7 +93,7 @@ def refit_layers(float_backend: NumpyBackend, tensors: dict[str, np.ndarray],
         j = node_index[n.output]
         # ``i`` steps ahead of ``done_steps`` may have changed since they were built: run them
         # with the net as it is now, and keep only what later steps read
-        q = build(out.tensors, out.rounded)
+        q = build(FoldedNet(net.config, dict(tensors)), rounded)
         backend = Int8NumpyBackend(q.config, q.tensors)
         for v in qv:
             backend.advance(v, done_steps, i)
@@ -99,8 +102,8 @@ def refit_layers(float_backend: NumpyBackend, tensors: dict[str, np.ndarray],
             float_backend.advance(v, done_nodes, j)
             _prune(v, {x for nd in nodes[j:] for x in nd.inputs})
         done_steps, done_nodes = i, j
-        w = out.tensors[f"{n.name}.weight"].astype(np.float64)
-        b = out.tensors[f"{n.name}.bias"].astype(np.float64)
+        w = tensors[f"{n.name}.weight"].astype(np.float64)
+        b = tensors[f"{n.name}.bias"].astype(np.float64)
         W = w.reshape(w.shape[0], -1)
         k = w.shape[2] if n.op == "conv" else 1
         K = W.shape[1]
@@ -128,15 +131,15 @@ def refit_layers(float_backend: NumpyBackend, tensors: dict[str, np.ndarray],
         prior = np.concatenate([W, b[:, None]], axis=1).T  # [K + 1, O]
         sol = np.linalg.solve(A + ridge + 1e-12 * np.eye(K + 1), B + ridge @ prior)
         w_new, b_new = sol[:K].T, sol[K]
-        out.tensors[f"{n.name}.weight"] = w_new.reshape(w.shape).astype(np.float32)
-        _, scale = quantize_weights(out.tensors[f"{n.name}.weight"], weight_max)
+        tensors[f"{n.name}.weight"] = w_new.reshape(w.shape).astype(np.float32)
+        _, scale = quantize_weights(tensors[f"{n.name}.weight"], weight_max)
         qw = gptq_round(w_new, scale, H, weight_max)
         # the rounding's mean shift of the output, over these very inputs
         b_new = b_new + (w_new - qw.reshape(W.shape) * scale[:, None].astype(np.float64)
                          ) @ A[K, :K]
-        out.tensors[f"{n.name}.bias"] = b_new.astype(np.float32)
-        out.rounded[n.name] = qw.reshape(w.shape)
-        out.moved[n.name] = float(np.linalg.norm(w_new - W)) / max(float(np.linalg.norm(W)), 1e-30)
+        tensors[f"{n.name}.bias"] = b_new.astype(np.float32)
+        rounded[n.name] = qw.reshape(w.shape)
+        moved[n.name] = float(np.linalg.norm(w_new - W)) / max(float(np.linalg.norm(W)), 1e-30)
         if say:
             say(f"refit {count + 1}/{len(targets)}: {n.name}")
-    return out
+    return Refit(FoldedNet(net.config, tensors), rounded, moved)

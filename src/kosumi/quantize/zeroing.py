@@ -6,8 +6,8 @@ quantizer put one step from zero, floats within 1.5 steps). Zeros compress far b
 small values they replace (their share of the entropy grows), and the int32 bias of each output
 channel takes back the mean the zeroed weights contributed when ``means`` (each layer's mean
 input per channel over calibration positions, ``input_means``) is given, the way bias
-correction does for rounding. The scheme's ``info["zeroed"]`` records the threshold and how
-many weights it zeroed.
+correction does for rounding. It gives what it did as a ``record.Zeroed`` (threshold, weights
+zeroed, int8 weights in all), which ``kosumi quantize --zero`` writes into the scheme's record.
 
 ``zeroing_curve(checkpoint, states, thresholds)`` is the size-vs-agreement curve a user picks a
 threshold from: per threshold, the share of int8 weights zeroed, the pack's bytes
@@ -20,7 +20,7 @@ applies one; ``kosumi viz --calib`` draws the curve.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from kosumi.errors import KosumiError
 from kosumi.nets.checkpoint import Checkpoint
 from kosumi.nets.graph import WEIGHTED_OPS, inference_graph
 from kosumi.nets.quant import scheme_of
+from kosumi.quantize.record import Zeroed
 
 DEFAULT_THRESHOLDS = (0, 1, 2, 3, 4, 6, 8)
 
@@ -58,13 +59,14 @@ def input_means(checkpoint: Checkpoint, states: Sequence[Any]) -> dict[str, np.n
 
 
 def zero_small_weights(checkpoint: Checkpoint, threshold: int,
-                       means: dict[str, np.ndarray] | None = None) -> tuple[Checkpoint, int, int]:
-    """(the net with small int8 weights zeroed, weights zeroed, int8 weights in all)."""
+                       means: dict[str, np.ndarray] | None = None) -> tuple[Checkpoint, Zeroed]:
+    """(the net with small int8 weights zeroed, what was zeroed)."""
     if threshold < 0:
         raise KosumiError(f"--zero {threshold}: a threshold is 0 or more")
     layers = _int8_layers(checkpoint)
     if threshold == 0:
-        return checkpoint, 0, sum(checkpoint.tensors[f"{n.name}.weight"].size for n in layers)
+        return checkpoint, Zeroed(0, 0, sum(checkpoint.tensors[f"{n.name}.weight"].size
+                                            for n in layers), means is not None)
     tensors = dict(checkpoint.tensors)
     zeroed = total = 0
     for n in layers:
@@ -85,11 +87,17 @@ def zero_small_weights(checkpoint: Checkpoint, threshold: int,
             if np.abs(b).max(initial=0) >= 2**31:
                 raise KosumiError(f"layer {n.name}: the corrected bias does not fit int32")
             tensors[f"{n.name}.bias"] = b.astype(np.int32)
-    q = dict(checkpoint.config.quantization)
-    q["info"] = {**q.get("info", {}), "zeroed": {"threshold": int(threshold), "weights": zeroed,
-                                                 "of": total, "bias_corrected": means is not None}}
-    return Checkpoint(replace(checkpoint.config, quantization=q), tensors,
-                      dict(checkpoint.metadata)), zeroed, total
+    return (Checkpoint(checkpoint.config, tensors, dict(checkpoint.metadata)),
+            Zeroed(int(threshold), zeroed, total, means is not None))
+
+
+def recorded(checkpoint: Checkpoint, zeroed: Zeroed) -> Checkpoint:
+    """The net with ``zeroed`` in its scheme's record (``info["zeroed"]``), as ``kosumi quantize
+    --zero`` writes it."""
+    q = checkpoint.config.quantization
+    info = {**q.get("info", {}), "zeroed": asdict(zeroed)}
+    return Checkpoint(replace(checkpoint.config, quantization={**q, "info": info}),
+                      checkpoint.tensors, dict(checkpoint.metadata))
 
 
 def zeroing_curve(checkpoint: Checkpoint, states: Sequence[Any],
@@ -118,9 +126,9 @@ def zeroing_curve(checkpoint: Checkpoint, states: Sequence[Any],
     for t in thresholds:
         if progress:
             progress(f"zeroing |q| <= {t}")
-        ck, zeroed, total = zero_small_weights(checkpoint, t, means)
-        data, _ = pack_checkpoint(ck)
-        rows.append({"threshold": int(t), "zeroed": round(zeroed / max(1, total), 4),
+        ck, z = zero_small_weights(checkpoint, t, means)
+        data, _ = pack_checkpoint(recorded(ck, z) if t else ck)  # as quantize --zero T writes it
+        rows.append({"threshold": int(t), "zeroed": round(z.weights / max(1, z.of), 4),
                      "pack_bytes": len(data), "vs_naive": round(len(data) / naive, 3),
                      "weights_entropy": round(sum(entropy_bytes(ck.tensors[f"{n.name}.weight"])
                                                   for n in _int8_layers(ck))),

@@ -16,7 +16,7 @@ import numpy as np
 
 from kosumi.errors import KosumiError
 from kosumi.nets.config import NetConfig
-from kosumi.nets.fold import fold_batchnorm
+from kosumi.nets.fold import FoldedNet, fold_batchnorm
 from kosumi.nets.graph import Graph, Node, inference_graph
 from kosumi.nets.quant import check_quantized_tensors
 from kosumi.runtime.backend import Backend
@@ -31,13 +31,27 @@ class NumpyBackend(Backend):
     name = "numpy"
 
     def __init__(self, config: NetConfig, tensors: dict[str, np.ndarray]):
-        self.config = config
-        self.graph: Graph = inference_graph(config)
+        """A net's own tensors: a float net's (folded here) or a 16-bit net's."""
         if config.quantized:  # a 16-bit net: its folded float16 tensors, computed in float32
             check_quantized_tensors(config, tensors, "fp16 net")
-            self.t = {k: np.asarray(v, dtype=np.float32) for k, v in tensors.items()}
+            self._start(config, inference_graph(config),
+                        {k: np.asarray(v, dtype=np.float32) for k, v in tensors.items()})
         else:
-            self.t = fold_batchnorm(config, tensors)
+            self._start(config, inference_graph(config), fold_batchnorm(config, tensors))
+
+    @classmethod
+    def folded(cls, net: FoldedNet) -> NumpyBackend:
+        """The float net of tensors already folded (quantization's float reference)."""
+        net.check("folded net")
+        backend = cls.__new__(cls)
+        backend._start(net.config, net.graph,
+                       {k: np.asarray(v, dtype=np.float32) for k, v in net.tensors.items()})
+        return backend
+
+    def _start(self, config: NetConfig, graph: Graph, tensors: dict[str, np.ndarray]) -> None:
+        self.config = config
+        self.graph = graph
+        self.t = tensors
         # layouts for the hot path: dense weights transposed once
         self.dense = {n.name: np.ascontiguousarray(self.t[f"{n.name}.weight"].T)
                       for n in self.graph.nodes if n.op == "linear"}

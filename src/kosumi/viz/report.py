@@ -24,7 +24,7 @@ import base64
 import html
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +186,6 @@ def _with_positions(report: Report, ckpt: Any, view: Any, model: str | os.PathLi
                     ref: str | os.PathLike[str] | None, calib: str | os.PathLike[str],
                     positions: int, tick: Progress) -> None:
     from kosumi.nets.features import get_feature_set
-    from kosumi.nets.quant import QuantScheme
     from kosumi.quantize.calibration import check_sizes, collect_stats, read_calibration, spread
     from kosumi.runtime import NetEvaluator, load_evaluator
     from kosumi.runtime.agreement import agreement, evaluate_all
@@ -201,8 +200,8 @@ def _with_positions(report: Report, ckpt: Any, view: Any, model: str | os.PathLi
                                "play left out")
     int8 = cfg.own_precision == "int8"
     if int8:  # the same weights in float: every value unclipped
-        float_cfg = replace(cfg, quantization=QuantScheme(bits=16).to_dict())
-        float_backend = NumpyBackend(float_cfg, W.float_tensors(view))
+        float_weights = W.float_net(view, cfg)
+        float_cfg, float_backend = float_weights.config, NumpyBackend.folded(float_weights)
     else:
         float_cfg, float_backend = cfg, NumpyBackend(cfg, ckpt.tensors)
     tick("activation ranges")

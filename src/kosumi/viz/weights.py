@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from kosumi.nets.config import NetConfig
+from kosumi.nets.fold import FoldedNet, fold
 from kosumi.nets.graph import WEIGHTED_OPS, inference_graph
 
 CMAP = "RdBu_r"
@@ -66,11 +67,10 @@ class NetView:
 
 def net_view(config: NetConfig, tensors: dict[str, np.ndarray]) -> NetView:
     """The layers of a net in memory (see the module docstring)."""
-    from kosumi.nets.fold import fold_batchnorm
     from kosumi.nets.quant import integer_plan, scheme_of
 
     scheme = scheme_of(config) if config.quantized else None
-    folded = tensors if config.quantized else fold_batchnorm(config, tensors)
+    folded = tensors if config.quantized else fold(config, tensors).tensors
     graph = inference_graph(config)
     acts = dict(scheme.acts) if scheme is not None else {}
     if scheme is not None and scheme.bits == 8:
@@ -102,16 +102,16 @@ def net_view(config: NetConfig, tensors: dict[str, np.ndarray]) -> NetView:
     return NetView(config=config, layers=layers, scheme=scheme)
 
 
-def float_tensors(view: NetView) -> dict[str, np.ndarray]:
-    """The folded float tensors of a view (int8 layers dequantized): what a float inference
-    graph of the same net runs on."""
+def float_net(view: NetView, config: NetConfig) -> FoldedNet:
+    """The view's net in float (int8 layers dequantized): what a float inference graph of the
+    same net runs on. ``config``: the net's (a quantized net's too)."""
     out: dict[str, np.ndarray] = {}
     for x in view.layers:
         key = "scale" if x.op == "affine" else "weight"
         out[f"{x.name}.{key}"] = x.weight
         out[f"{x.name}.bias"] = x.bias if x.bias is not None \
             else np.zeros(x.weight.shape[0], np.float32)
-    return out
+    return FoldedNet(replace(config, quantization={}), out)
 
 
 def diff_view(view: NetView, ref: NetView) -> tuple[NetView, list[str]]:

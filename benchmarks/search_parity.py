@@ -1,7 +1,8 @@
 """Visit for visit: kosumi's search and KataGo's, deterministic, same net, through a game.
 
     python benchmarks/search_parity.py [--visits 100] [--games 4] [--moves 40] [--no-reuse]
-        [--kosumi-set NAME=VALUE ...] [--katago-override KEY=VALUE,...] [--out report.json]
+        [--size 9] [--komi K] [--kosumi-set NAME=VALUE ...] [--katago-override KEY=VALUE,...]
+        [--out report.json]
 
 Both engines play both colours of the same games from the balanced openings of
 ``kosumi.engine.openings`` (made once with the g170 net), ``kata-genmove_analyze`` for every
@@ -40,13 +41,13 @@ def genmove(proc: GTPProcess, color: str) -> tuple[str, dict[str, int]]:
 
 
 def play_game(kos: GTPProcess, kata: GTPProcess, opening: tuple[int, ...], moves: int,
-              reuse: bool) -> dict:
+              reuse: bool, size: int = 9, komi: float = 7.0) -> dict:
     """One game from ``opening``: per move, whether the visit counts agree."""
     for proc in (kos, kata):
-        for cmd in ("boardsize 9", "komi 7", "clear_board"):
+        for cmd in (f"boardsize {size}", f"komi {komi:g}", "clear_board"):
             proc.send(cmd, timeout=60)
         for i, p in enumerate(opening):
-            proc.send(f"play {'BW'[i % 2]} {point_to_vertex(p, 9)}", timeout=60)
+            proc.send(f"play {'BW'[i % 2]} {point_to_vertex(p, size)}", timeout=60)
     same, first_diff, played = 0, None, 0
     for k in range(len(opening), moves):
         color = "BW"[k % 2]
@@ -71,8 +72,11 @@ def main() -> int:
     ap.add_argument("--no-reuse", action="store_true", help="every search starts afresh")
     ap.add_argument("--kosumi-set", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--katago-override", default="", metavar="KEY=VALUE,...")
+    ap.add_argument("--size", type=int, default=9)
+    ap.add_argument("--komi", type=float, default=None, help="default: 7 (9x9), 7.5 (19x19)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    komi = args.komi if args.komi is not None else (7.0 if args.size < 19 else 7.5)
     if not KATAGO.exists() or not G170.exists():
         print(f"search_parity: error: needs {KATAGO} and {G170}", file=sys.stderr)
         return 2
@@ -84,18 +88,20 @@ def main() -> int:
                                     args.katago_override) if x)
     katago_cmd = [str(KATAGO), "gtp", "-model", str(G170), "-config", str(KATAGO_CFG),
                   "-override-config", override]
-    book = balanced_openings(load_evaluator(str(G170), threads=1), 9, 7.0, args.games, 4,
-                             seed=1)
+    book = balanced_openings(load_evaluator(str(G170), threads=1), args.size, komi, args.games,
+                             4, seed=1)
     games = []
     try:
         with GTPProcess(kosumi_cmd, name="kosumi") as kos, \
                 GTPProcess(katago_cmd, name="katago") as kata:
             for opening in book:
-                games.append(play_game(kos, kata, opening, args.moves, not args.no_reuse))
+                games.append(play_game(kos, kata, opening, args.moves, not args.no_reuse,
+                                       args.size, komi))
     except EngineError as e:
         print(f"search_parity: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
-    report = {"visits": args.visits, "reuse": not args.no_reuse, "kosumi_set": sets,
+    report = {"size": args.size, "komi": komi, "visits": args.visits,
+              "reuse": not args.no_reuse, "kosumi_set": sets,
               "katago_override": args.katago_override,
               "searches": sum(g["searches"] for g in games),
               "identical": sum(g["identical"] for g in games), "games": games}

@@ -105,6 +105,38 @@ def test_kata_info_line_by_hand():
     assert info_line("kata", empty, 19, AnalyzeOptions(ownership=True)) == ""
 
 
+def test_pv_visits_on_request_as_katago_prints_them():
+    """KataGo's kata-analyze with ``pvVisits true`` / ``pvEdgeVisits true``: after a move's pv,
+    one count per pv move (written out by hand)."""
+    opts = parse_analyze_args(["b", "pvVisits", "true", "pvEdgeVisits", "1"], False)
+    assert opts.pv_visits and opts.pv_edge_visits
+    res = result()
+    res.moves[0].pv_visits, res.moves[0].pv_edge_visits = [30, 19], [30, 12]
+    line = info_line("kata", res, 19, AnalyzeOptions(max_moves=2, pv_visits=True,
+                                                     pv_edge_visits=True))
+    assert line == (
+        "info move D4 visits 30 winrate 0.550000 scoreMean 2.5000 scoreLead 2.5000"
+        " prior 0.400000 lcb 0.500000 order 0 pv D4 Q16 pvVisits 30 19 pvEdgeVisits 30 12 "
+        "info move pass visits 5 winrate 0.456789 scoreMean -1.0000 scoreLead -1.0000"
+        " prior 0.100000 lcb 0.000000 order 1 pv pass pvVisits 5 pvEdgeVisits 5")
+
+
+def test_pv_visits_of_a_real_search_shrink_down_the_line():
+    """A tree search (no transpositions): each pv move has fewer visits than the one before it,
+    the node and edge counts agree, and the first is the move's own."""
+    from kosumi.engine.mcts import MCTS, SearchConfig
+    from kosumi.go.board import GameState
+    from kosumi.runtime.evaluator import UniformEvaluator
+
+    m = MCTS(UniformEvaluator(), SearchConfig(visits=200, batch=1, graph_search=False))
+    res = m.search(GameState(9, 7.0))
+    for mi in res.moves:
+        assert len(mi.pv_visits) == len(mi.pv) == len(mi.pv_edge_visits)
+        assert mi.pv_visits[0] == mi.visits and mi.pv_visits == mi.pv_edge_visits
+        assert all(a > b for a, b in zip(mi.pv_visits, mi.pv_visits[1:], strict=False))
+    assert max(len(mi.pv) for mi in res.moves) >= 3
+
+
 def test_a_nan_lcb_prints_as_zero_in_both_styles():
     d4 = vertex_to_point("D4", 19)
     nan = float("nan")
@@ -114,3 +146,39 @@ def test_a_nan_lcb_prints_as_zero_in_both_styles():
         "info move D4 visits 3 winrate 0.000000 prior 0.500000 lcb 0.000000 order 0 pv D4")
     assert info_line("lz", res, 19, AnalyzeOptions()) == (
         "info move D4 visits 3 winrate 0 prior 5000 lcb 0 order 0 pv D4")
+
+
+def test_pv_and_pv_visits_equal_katagos_on_the_same_net(tmp_path):
+    """The oracle is KataGo itself: both engines deterministic on the g170 net (KataGo without
+    its random symmetry or move temperature), 100 visits after 1. E5 2. C4 on 9x9: every root move's
+    visits, pv, pvVisits and pvEdgeVisits as KataGo prints them."""
+    import sys
+
+    from helpers import KATAGO_ENGINE, KATAGO_MODEL, shared_path
+
+    from kosumi.engine.gtp_client import GTPProcess
+
+    engine, model = shared_path(KATAGO_ENGINE), shared_path(KATAGO_MODEL)
+    fixed = ("maxVisits=100,nnRandomize=false,rootSymmetryPruning=false,"
+             f"chosenMoveTemperatureEarly=0,chosenMoveTemperature=0,logDir={tmp_path}")
+    commands = [str(engine), "gtp", "-model", str(model), "-config",
+                str(shared_path("engines/katago-gtp.cfg")), "-override-config", fixed]
+    ours = [sys.executable, "-m", "kosumi", "gtp", "--model", str(model), "--visits", "100",
+            "--batch", "1", "--threads", "1", "--resign-threshold", "0"]
+
+    def lines(cmd: list[str], name: str) -> dict[str, str]:
+        with GTPProcess(cmd, name=name) as proc:
+            for c in ("boardsize 9", "komi 7", "clear_board", "play b E5", "play w C4"):
+                proc.send(c, timeout=60)
+            reply = proc.send("kata-genmove_analyze b 100000 pvVisits true pvEdgeVisits true",
+                              timeout=600)
+        info = [ln for ln in reply.splitlines() if ln.startswith("info ")][-1]
+        out = {}
+        for chunk in info.split("info ")[1:]:
+            tok = chunk.split()
+            out[tok[1]] = " ".join([tok[3], *tok[tok.index("pv"):]])  # visits, pv and counts
+        return out
+
+    katago, kosumi = lines(commands, "katago"), lines(ours, "kosumi")
+    assert kosumi == katago
+    assert any(len(v.split("pvVisits")[1].split()) >= 4 for v in katago.values())

@@ -39,6 +39,23 @@ def test_lcb_ignores_a_child_below_the_visit_floor():
     assert int(np.argmax(sel.weights)) == 0
 
 
+def test_a_line_goes_on_by_the_lower_bound_not_by_visits():
+    """The principal variation below the root (KataGo's appendPV): the surer child of the first
+    test wins over the most visited one; the one under the floor does not; without the bound
+    the most weighted, the first of equals; nothing searched: no child."""
+    cfg = SearchConfig()
+    sure = records([{"n": 100, "u": 0.10, "u2": 0.10 ** 2 + 0.25},
+                    {"n": 60, "u": 0.30, "u2": 0.30 ** 2 + 0.001}])
+    pri = array("d", [0.6, 0.4])
+    assert choice.line_child(sure, pri, 1.0, 5.0, 0.15, cfg.utility_radius) == 1
+    assert choice.line_child(sure, pri, 1.0, 0.0, 0.15, cfg.utility_radius) == 0
+    floor = records([{"n": 100, "u": 0.10, "u2": 0.01 + 0.25}, {"n": 10, "u": 0.9, "u2": 0.81}])
+    assert choice.line_child(floor, pri, 1.0, 5.0, 0.15, cfg.utility_radius) == 0
+    ties = records([{"n": 5, "u": 0.2}, {"n": 5, "u": 0.2}])
+    assert choice.line_child(ties, pri, 1.0, 0.0, 0.15, cfg.utility_radius) == 0
+    assert choice.line_child(records([{}, {}]), pri, 1.0, 5.0, 0.15, cfg.utility_radius) is None
+
+
 def test_one_visit_plays_the_raw_policy():
     st = records([{}, {}, {}])
     pri = array("d", [0.2, 0.7, 0.1])

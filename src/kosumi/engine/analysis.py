@@ -3,7 +3,9 @@
 ``lz-analyze`` (Leela Zero / Lizzie / Sabaki): winrate, prior and lcb as integers in units of
 1/10000. ``kata-analyze`` (KataGo / Sabaki / KaTrain): floats in [0, 1], plus ``scoreMean`` /
 ``scoreLead`` when the net predicts a score, and an ``ownership`` block on request. One line per
-update holds every root move with visits, best first, each with its principal variation.
+update holds every root move with visits, best first, each with its principal variation (and,
+on request, KataGo's ``pvVisits`` / ``pvEdgeVisits``: each pv node's visits, and those through
+the line's own moves).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ class AnalyzeOptions:
     interval: float = DEFAULT_INTERVAL / 100.0  # seconds; 0 = only a final line
     max_moves: int = 0  # 0 = all
     ownership: bool = False
+    pv_visits: bool = False  # kata-analyze: each pv move's visits (pvVisits)
+    pv_edge_visits: bool = False  # ... through the pv's own edges (pvEdgeVisits)
 
 
 def parse_analyze_args(args: list[str], color_required: bool) -> AnalyzeOptions:
@@ -52,7 +56,11 @@ def parse_analyze_args(args: list[str], color_required: bool) -> AnalyzeOptions:
             gtp.parse_int(value)  # accepted; only moves with visits are reported
         elif key == "ownership":
             opts.ownership = parse_bool(value)
-        elif key in ("ownershipstdev", "pvvisits", "movesownership", "rootinfo"):
+        elif key == "pvvisits":
+            opts.pv_visits = parse_bool(value)
+        elif key == "pvedgevisits":
+            opts.pv_edge_visits = parse_bool(value)
+        elif key in ("ownershipstdev", "movesownership", "rootinfo"):
             parse_bool(value)  # accepted and ignored
         else:
             raise GTPCommandError(gtp.SYNTAX_ERROR)
@@ -82,10 +90,17 @@ def info_line(style: str, result: SearchResult, size: int,
             parts.append(
                 f"info move {v} visits {mi.visits} winrate {unit(mi.winrate):.6f}{score}"
                 f" prior {unit(mi.prior):.6f} lcb {lcb:.6f} order {order} pv {pv}"
+                + _counts(" pvVisits", mi.pv_visits, mi.visits, opts.pv_visits)
+                + _counts(" pvEdgeVisits", mi.pv_edge_visits, mi.visits, opts.pv_edge_visits)
             )
     if parts and style == "kata" and opts.ownership and result.ownership is not None:
         parts.append("ownership " + " ".join(f"{x:.4f}" for x in result.ownership))
     return " ".join(parts)
+
+
+def _counts(key: str, counts: list[int], visits: int, asked: bool) -> str:
+    """`` pvVisits 12 7 3`` (one count per pv move; a move without a line: its visits)."""
+    return f"{key} {' '.join(str(c) for c in (counts or [visits]))}" if asked else ""
 
 
 def permyriad(x: float) -> int:

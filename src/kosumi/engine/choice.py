@@ -147,6 +147,37 @@ def play_selection(st: array[float], priors: array[float], agg: array[float],
     return Selection(weights, radius, lcb)
 
 
+def line_child(st: array[float], priors: array[float], sign: float, lcb_stdevs: float,
+               lcb_min_visit_prop: float, radius_max: float) -> int | None:
+    """The child a principal variation goes on to below the root (KataGo's ``appendPV``: the
+    highest play-selection value, without the root's retrospective pruning): among the
+    children with at least ``lcb_min_visit_prop`` of the most stably explored one's weight, the
+    one with the highest lower confidence bound (``lcb_stdevs`` 0: the highest weight); ties to
+    the first, the highest prior. None: no child searched. Plain Python over the few children
+    a node has reached (a pv is walked for every root move of every analysis line)."""
+    weights: list[float] = []
+    best_goodness, best_weight = -math.inf, 0.0
+    for k in range(len(st) // NF):
+        n, w = st[k * NF + F_N], st[k * NF + F_W]
+        wk = w if n > 0 and w > 0 else 0.0
+        weights.append(wk)
+        goodness = wk * max(0.0, n - 1.0) / max(1.0, n) + 2.0 * priors[k]
+        if goodness > best_goodness:
+            best_goodness, best_weight = goodness, wk
+    top = max(weights, default=0.0)
+    if top <= 0:
+        return None
+    if lcb_stdevs <= 0:
+        return weights.index(top)
+    eligible = [k for k, wk in enumerate(weights)
+                if wk > 0 and wk >= lcb_min_visit_prop * best_weight]
+    if len(eligible) == 1:
+        return eligible[0]
+    rec = np.frombuffer(st).reshape(-1, NF)[eligible]
+    lcb, _ = lcb_and_radius(rec, sign, lcb_stdevs, radius_max)
+    return eligible[int(np.argmax(lcb))]
+
+
 def tempered(weights: np.ndarray, temperature: float) -> np.ndarray:
     """Probabilities proportional to ``weights ** (1 / temperature)`` (0 stays 0)."""
     w = np.asarray(weights, dtype=np.float64)

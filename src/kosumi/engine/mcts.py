@@ -203,6 +203,8 @@ class MoveInfo:
     score_lead: float | None = None
     weight: float = 0.0  # KataGo's play-selection weight: what the move choice compares
     utility: float = 0.0  # the root player's utility after this move
+    pv_visits: list[int] = field(default_factory=list)  # each pv node's visits (all its parents')
+    pv_edge_visits: list[int] = field(default_factory=list)  # ... through the pv's own edges
 
 
 @dataclass
@@ -917,16 +919,26 @@ class MCTS:
             self._add_ownership(root, own_rows, own_signs)
 
     # ------------------------------------------------------------------ reporting
-    def _pv(self, node: Node | None, limit: int = 20) -> list[int]:
+    def _pv(self, node: Node | None, limit: int = 20
+            ) -> tuple[list[int], list[int], list[int]]:
+        """The principal variation below ``node`` (``choice.line_child`` at each node): its
+        moves, each node's visits and each edge's (they differ where a transposition joins the
+        line: KataGo's pvVisits and pvEdgeVisits)."""
         pv: list[int] = []
+        visits: list[int] = []
+        edges: list[int] = []
+        cfg = self.config
         while node is not None and node.expanded and len(pv) < limit and node.visits > 1:
-            n = np.frombuffer(node.st)[F_N::NF]
-            i = int(np.argmax(n))
-            if n[i] <= 0:
+            i = choice.line_child(node.st, node.priors, node.sign, cfg.lcb_stdevs,
+                                  cfg.lcb_min_visit_prop, cfg.utility_radius)
+            child = None if i is None or i >= len(node.children) else node.children[i]
+            if i is None or child is None:
                 break
             pv.append(policy_move(int(node.moves[i]), node.state.size))
-            node = node.children[i]
-        return pv
+            visits.append(child.visits)
+            edges.append(int(node.st[i * NF + F_N]))
+            node = child
+        return pv, visits, edges
 
     def _result(self, root: Node, t0: float, start_visits: int) -> SearchResult:
         size = root.state.size
@@ -944,10 +956,14 @@ class MCTS:
                     continue
                 mv = policy_move(int(root.moves[i]), size)
                 winrate = 0.5 * (1.0 + rs * rec[i, F_WL]) if nv > 0 else 0.0
+                child = root.children[i] if i < len(root.children) else None
+                pv, pv_visits, pv_edges = self._pv(child)
                 infos.append(MoveInfo(
                     move=mv, visits=int(nv), winrate=winrate, prior=float(root.priors[i]),
                     lcb=min(max(winrate - 0.5 * float(sel.radius[i]), 0.0), 1.0),
-                    pv=[mv, *self._pv(root.children[i])],
+                    pv=[mv, *pv],
+                    pv_visits=[int(nv) if child is None else child.visits, *pv_visits],
+                    pv_edge_visits=[int(nv), *pv_edges],
                     score_lead=float(rs * rec[i, F_LD]) if nv > 0 else None,
                     weight=float(sel.weights[i]), utility=float(rs * rec[i, puct.F_U]),
                 ))

@@ -8,7 +8,9 @@ Both engines play both colours of the same games from the balanced openings of
 ``kosumi.engine.openings`` (made once with the g170 net), ``kata-genmove_analyze`` for every
 move, with nothing random: KataGo with ``nnRandomize=false`` (the identity symmetry, as kosumi's
 default), no root symmetry pruning and no move-choice temperature; kosumi at batch 1. After each
-move the root moves' visit counts are compared; a game stops where the engines choose different
+move the root moves' visit counts are compared (and, as ``identical_lines``, every root move's
+principal variation with the visits of each node and edge along it: where the trees part below
+the root); a game stops where the engines choose different
 moves. Identical algorithms give identical counts (up to floating-point ties). ``--no-reuse``
 starts every search afresh (KataGo's ``clear_cache``, kosumi's ``reuse_tree=false``), which
 isolates what tree reuse and KataGo's situation-keyed evaluation cache add. Settings for both
@@ -34,10 +36,18 @@ KATAGO_FIXED = "nnRandomize=false,rootSymmetryPruning=false,chosenMoveTemperatur
                "chosenMoveTemperature=0"
 
 
-def genmove(proc: GTPProcess, color: str) -> tuple[str, dict[str, int]]:
-    reply = proc.send(f"kata-genmove_analyze {color} 100000", timeout=600)
+def genmove(proc: GTPProcess, color: str) -> tuple[str, dict[str, int], dict[str, str]]:
+    """The move played, each root move's visits, and each root move's line below it (its pv
+    with the visits of every node and edge along it: where the trees differ below the root)."""
+    reply = proc.send(f"kata-genmove_analyze {color} 100000 pvVisits true pvEdgeVisits true",
+                      timeout=600)
     move = reply.strip().splitlines()[-1].split()[-1].upper()
-    return move, {m["move"].upper(): int(m["visits"]) for m in last_info(reply)}
+    lines = [ln for ln in reply.splitlines() if ln.startswith("info ")]
+    deep = {}
+    for chunk in (lines[-1].split("info ")[1:] if lines else []):
+        tok = chunk.split()
+        deep[tok[1].upper()] = " ".join(tok[tok.index("pv"):]).upper()
+    return move, {m["move"].upper(): int(m["visits"]) for m in last_info(reply)}, deep
 
 
 def play_game(kos: GTPProcess, kata: GTPProcess, opening: tuple[int, ...], moves: int,
@@ -48,20 +58,26 @@ def play_game(kos: GTPProcess, kata: GTPProcess, opening: tuple[int, ...], moves
             proc.send(cmd, timeout=60)
         for i, p in enumerate(opening):
             proc.send(f"play {'BW'[i % 2]} {point_to_vertex(p, size)}", timeout=60)
-    same, first_diff, played = 0, None, 0
+    same, deep_same, first_diff, first_deep, played = 0, 0, None, None, 0
     for k in range(len(opening), moves):
         color = "BW"[k % 2]
-        move_a, visits_a = genmove(kos, color)
+        move_a, visits_a, deep_a = genmove(kos, color)
         if not reuse:
             kata.send("clear_cache", timeout=60)
-        move_b, visits_b = genmove(kata, color)
+        move_b, visits_b, deep_b = genmove(kata, color)
         played += 1
         same += visits_a == visits_b
+        deep_same += visits_a == visits_b and deep_a == deep_b
         if visits_a != visits_b and first_diff is None:
             first_diff = {"move": k, "kosumi": visits_a, "katago": visits_b}
+        if deep_a != deep_b and first_deep is None:
+            first_deep = {"move": k, **{m: {"kosumi": deep_a.get(m), "katago": deep_b.get(m)}
+                                        for m in sorted(set(deep_a) | set(deep_b))
+                                        if deep_a.get(m) != deep_b.get(m)}}
         if move_a != move_b or move_a in ("PASS", "RESIGN"):
             break
-    return {"searches": played, "identical": same, "first_difference": first_diff}
+    return {"searches": played, "identical": same, "identical_lines": deep_same,
+            "first_difference": first_diff, "first_line_difference": first_deep}
 
 
 def main() -> int:
@@ -104,7 +120,8 @@ def main() -> int:
               "reuse": not args.no_reuse, "kosumi_set": sets,
               "katago_override": args.katago_override,
               "searches": sum(g["searches"] for g in games),
-              "identical": sum(g["identical"] for g in games), "games": games}
+              "identical": sum(g["identical"] for g in games),
+              "identical_lines": sum(g["identical_lines"] for g in games), "games": games}
     return emit(report, args.out)
 
 

@@ -375,6 +375,44 @@ def test_a_transposition_keeps_each_path_history():
     assert not any(n.parents > 1 for n in _all_nodes(superko._root)) and not superko._nodes
 
 
+class LastMoveEvaluator(UniformEvaluator):
+    """Uniform policy; the side to move's win probability from the last move alone (what a
+    net's history planes add to a position): an evaluation that tells move orders apart."""
+
+    @staticmethod
+    def win(state: GameState) -> float:
+        return 0.2 + 0.6 * ((state.moves[-1][1] * 7919) % 101) / 100.0 if state.moves else 0.5
+
+    def evaluate(self, states):
+        return [Evaluation(policy=e.policy, value=self.win(s))
+                for e, s in zip(super().evaluate(states), states, strict=True)]
+
+
+def test_a_root_reached_by_another_move_order_is_evaluated_again():
+    """A shared node becomes the game's root by the other move order: its own evaluation is
+    made again with the game's history (KataGo re-evaluates a reused root), not kept from the
+    order that made it; the oracle is the evaluator's value of the game's last move."""
+    ev = LastMoveEvaluator()
+    state = GameState(5, 0.5)
+    mcts = MCTS(ev, SearchConfig(visits=800, batch=1, seed=3, **NO_NET))
+    mcts.search(state)
+    shared = [n for n in _all_nodes(mcts._root) if n.parents > 1 and n.expanded]
+    node = max(shared, key=lambda n: n.agg[F_N])
+    made_by = node.state.copy()
+    orders = [p for p in _paths_to(mcts._root, node) if
+              [(c, m) for c, m in node.state.moves] !=
+              [(BLACK if k % 2 == 0 else WHITE, m) for k, m in enumerate(p)]]
+    game = state.copy()
+    for m in orders[0]:
+        game.play(m)
+    assert ev.win(game) != ev.win(made_by)  # the two orders end with different moves
+    sign = 1.0 if game.to_move == WHITE else -1.0
+    assert node.own[puct.O_WL] == pytest.approx(sign * (2 * ev.win(made_by) - 1))
+    mcts.search(game, visits=node.visits + 1)
+    assert mcts._root is node
+    assert node.own[puct.O_WL] == pytest.approx(sign * (2 * ev.win(game) - 1))
+
+
 def test_the_graph_holds_no_reference_cycles():
     """The search runs with the cyclic GC off: an old tree must go by reference counting alone
     once the tree moves down (parents are linked weakly)."""

@@ -345,6 +345,7 @@ class MCTS:
         self._params = self.config.params()
         self._root: Node | None = None
         self._root_key: tuple[GameKey, tuple[tuple[int, int], ...]] | None = None
+        self._root_stale = False  # the reused root's evaluation saw another history
         self._search_id = 0
         self._ending_passes = 2  # passes in a row that end a game in the tree (see _search)
         self._center = 0.0
@@ -403,6 +404,7 @@ class MCTS:
                 self._free_bias(self._root, root)
             if root.state.moves != state.moves:  # a transposition: the game's own history
                 root.state = state.copy()
+                self._root_stale = True  # its evaluation saw the other move order's history
         self._root, self._root_key = root, key
         return root
 
@@ -817,7 +819,32 @@ class MCTS:
         self._center = puct.score_center(mean, root.state.size, cfg.score_center_zero_weight,
                                          cfg.score_center_scale)
         self._recompute_tree(root)
+        if self._root_stale:
+            self._reevaluate_root(root)
         self._add_noise(root)
+
+    def _reevaluate_root(self, root: Node) -> None:
+        """A reused root that the tree first reached by another move order: the net sees the
+        last moves, so its evaluation is made again with the game's own history (KataGo
+        re-evaluates a reused root at its first playout): its own value, from the first
+        playout's backup on (its statistics stay as recomputed), and its children's priors, the
+        children not yet reached re-sorted by the new ones (the next new child is the first)."""
+        self._root_stale = False
+        ev = self.evaluator.evaluate([root.state])[0]
+        self._set_own([root], [ev])
+        policy = np.asarray(ev.policy, dtype=np.float64)
+        moves = list(root.moves)
+        new = [max(float(policy[m]), 0.0) for m in moves]
+        total = sum(new)
+        if total <= 0.0:
+            return
+        new = [v / total for v in new]
+        reached = len(root.st) // NF  # these keep their slots (records, children, shared slots)
+        order = [*range(reached), *sorted(range(reached, len(moves)),
+                                          key=lambda i: (-new[i], moves[i]))]
+        root.moves = array("h", [moves[i] for i in order])
+        root.priors = array("d", [new[i] for i in order])
+        root.children = [root.children[i] for i in order]
 
     def _recompute_tree(self, root: Node) -> None:
         """Every node of the (reused) tree at this search's score center, children before

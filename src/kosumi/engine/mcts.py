@@ -374,6 +374,7 @@ class MCTS:
 
     def _find_root(self, state: GameState) -> Node:
         cfg = self.config
+        self._root_stale = False
         key = (self._game_key(state), tuple(state.moves))
         root: Node | None = None
         if cfg.reuse_tree and self._root is not None and self._root_key is not None:

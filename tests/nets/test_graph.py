@@ -15,7 +15,7 @@ from helpers import random_net_file
 from kosumi.nets.checkpoint import read_checkpoint
 from kosumi.nets.config import NetConfig
 from kosumi.nets.fold import fold_batchnorm
-from kosumi.nets.graph import WEIGHTED_OPS, inference_graph
+from kosumi.nets.graph import WEIGHTED_OPS, graph_tensors, inference_graph
 
 
 def flows(graph) -> None:
@@ -74,6 +74,7 @@ def test_the_folded_tensors_are_exactly_the_graph_layers(tmp_path, spec):
     want |= {f"{n.name}.{part}" for n in g.nodes if n.op == "affine"
              for part in ("scale", "bias")}
     assert set(tensors) == want
+    assert sorted(graph_tensors(g)) == sorted(want)  # what a folded net must hold
     for n in g.weighted():
         w = tensors[f"{n.name}.weight"]
         assert w.ndim == (4 if n.op == "conv" else 2)
@@ -97,3 +98,4 @@ def test_katago_graph_of_the_real_net(katago_model):
     assert len(gpools) == sum(k == "gpool" for k in blocks) + 1  # and the policy head's
     tensors = fold_batchnorm(ckpt.config, ckpt.tensors)
     assert {f"{n.name}.weight" for n in g.weighted()} <= set(tensors)
+    assert set(graph_tensors(g)) == set(tensors)  # the affine tip and pre-norms included

@@ -86,5 +86,4 @@ def run_steps(start: int, schedule: Schedule, step: Callable[[int, float], Loss]
             after(done, loss, done == end)
         if done % save_every == 0 or done == end:
             save(done, done == end)
-    return LoopEnd(step=done, stopped=done < schedule.total and end < schedule.total,
-                   interrupted=stopped_by_hand)
+    return LoopEnd(step=done, stopped=done < schedule.total, interrupted=stopped_by_hand)

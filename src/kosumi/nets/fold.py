@@ -39,7 +39,7 @@ import numpy as np
 
 from kosumi.errors import KosumiError
 from kosumi.nets.config import LZ_BOARD_SIZE, NetConfig
-from kosumi.nets.graph import WEIGHTED_OPS, Graph, float_tensors, inference_graph
+from kosumi.nets.graph import Graph, graph_tensors, inference_graph
 from kosumi.nets.katago_layout import block_specs, walk
 
 BN_EPS = 1e-5  # kosumi's BatchNorm eps (nets.resnet.BN_EPS; kept here so folding needs no torch)
@@ -103,12 +103,10 @@ class FoldedNet:
     def check(self, source: str) -> None:
         """Every tensor the inference graph reads is there: KosumiError naming the first one
         missing (``source``: what the net is, for the message)."""
-        for n in self.graph.nodes:
-            names = [f"{n.name}.weight", f"{n.name}.bias"] if n.op in WEIGHTED_OPS else []
-            for name in [*names, *float_tensors(n)]:
-                if name not in self.tensors:
-                    raise KosumiError(f"{source}: tensor {name!r} is missing (the folded "
-                                      f"{n.op} layer {n.name} reads it)")
+        missing = next((t for t in graph_tensors(self.graph) if t not in self.tensors), None)
+        if missing is not None:
+            raise KosumiError(f"{source}: tensor {missing!r} is missing (the folded graph "
+                              "reads it)")
 
     def with_tensors(self, tensors: dict[str, np.ndarray]) -> FoldedNet:
         """The same net with (some of) its tensors replaced."""

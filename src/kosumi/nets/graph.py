@@ -87,6 +87,17 @@ def float_tensors(node: Node) -> list[str]:
     return []
 
 
+def graph_tensors(graph: Graph) -> list[str]:
+    """Every tensor a float run of the graph reads, in node order: each weighted layer's
+    ``.weight`` and ``.bias``, and the others' float tensors (``float_tensors``)."""
+    out: list[str] = []
+    for n in graph.nodes:
+        if n.op in WEIGHTED_OPS:
+            out += [f"{n.name}.weight", f"{n.name}.bias"]
+        out += float_tensors(n)
+    return out
+
+
 class _Builder:
     def __init__(self) -> None:
         self.nodes: list[Node] = []

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from kosumi.errors import KosumiError
-from kosumi.nets.graph import WEIGHTED_OPS, Graph, Node, float_tensors
+from kosumi.nets.graph import WEIGHTED_OPS, Graph, Node, float_tensors, graph_tensors
 
 SCHEME_VERSION = 1
 INT32_MAX = 2**31 - 1
@@ -379,12 +379,7 @@ def check_quantized_tensors(config: Any, tensors: dict[str, np.ndarray], source:
 
 def _fp16_tensors(graph: Graph) -> dict[str, str]:
     """The tensors (name -> dtype kind) of a 16-bit net: every weight and bias in float."""
-    expected: dict[str, str] = {}
-    for n in graph.nodes:
-        if n.op in WEIGHTED_OPS:
-            expected[f"{n.name}.weight"] = expected[f"{n.name}.bias"] = "f"
-        expected.update(dict.fromkeys(float_tensors(n), "f"))
-    return expected
+    return dict.fromkeys(graph_tensors(graph), "f")
 
 
 def _int8_tensors(plan: IntegerPlan, scheme: QuantScheme, source: str) -> dict[str, str]:

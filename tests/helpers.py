@@ -402,6 +402,20 @@ def make_label_folder(root: Path, size: int = 7, games: int = 40, length: int = 
     return lab_dir, teacher_file
 
 
+def distill_options(labels: tuple[Path, Path], out: Path, **kw):  # -> DistillOptions
+    """A small, fast ``kosumi distill`` run on ``make_label_folder``'s labels (a b1c8 student,
+    20 steps of 16, 1 thread, CPU); ``kw`` overrides any option."""
+    from kosumi.distill.train import DistillOptions
+
+    lab, teacher = labels
+    base = {"data": lab, "out": out, "teacher": str(teacher), "student": "b1c8", "steps": 20,
+            "batch": 16, "lr": 3e-3, "val_fraction": 0.2, "eval_every": 10, "threads": 1,
+            "device": "cpu", "cache_dir": out.parent / "cache", "progress": False,
+            "argv": ["distill", "test"]}
+    base.update(kw)
+    return DistillOptions(**base)
+
+
 # ============================================================================ positions by hand
 def play_moves(moves: list[tuple[str, str]], size: int = 19, komi: float = 7.5) -> GameState:
     """A game of (colour, vertex) moves, e.g. [("B", "C16"), ("W", "D16")]."""

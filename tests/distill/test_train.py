@@ -16,6 +16,7 @@ import torch
 from helpers import (
     FakeRecord,
     FakeStore,
+    distill_options,
     game_positions,
     make_label_folder,
     synthetic_outputs,
@@ -36,14 +37,7 @@ def labels(tmp_path_factory) -> tuple[Path, Path]:
     return make_label_folder(tmp_path_factory.mktemp("labels7"), size=7, games=40, length=24)
 
 
-def opts(labels, out: Path, **kw) -> DistillOptions:
-    lab, teacher = labels
-    base = {"data": lab, "out": out, "teacher": str(teacher), "student": "b1c8", "steps": 20,
-            "batch": 16, "lr": 3e-3, "val_fraction": 0.2, "eval_every": 10, "threads": 1,
-            "device": "cpu", "cache_dir": out.parent / "cache", "progress": False,
-            "argv": ["distill", "test"]}
-    base.update(kw)
-    return DistillOptions(**base)
+opts = distill_options
 
 
 # ============================================================================ training

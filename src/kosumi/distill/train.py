@@ -101,6 +101,7 @@ from kosumi.distill.metrics_log import (
     remove_metrics_log,
     truncate_metrics_log,
 )
+from kosumi.distill.precision import Precision, resolve_precision
 from kosumi.distill.train_state import (
     COMPARED,
     DEFAULTS,
@@ -294,6 +295,7 @@ class _Run:
             if options.threads < 1:
                 raise KosumiError(f"--threads must be at least 1, not {options.threads}")
             torch.set_num_threads(options.threads)
+        self.precision = resolve_precision(options.precision, ctx.device)  # before any work
         self.store = _open_store(options, store)
 
     def log(self, message: str) -> None:
@@ -408,7 +410,7 @@ class _Run:
         s, dev = self.settings, self.ctx.device
         torch.manual_seed(s["seed"])
         self.config = student_config(s)
-        net = KosumiNet.random(self.config, s["seed"]).to(dev)
+        net = self.precision.prepare(KosumiNet.random(self.config, s["seed"]).to(dev))
         net.train()
         self.student = net  # self.model is DDP around it when distributed
         self.model = wrap_model(net, self.ctx)  # before the optimiser sees the parameters
@@ -435,6 +437,8 @@ class _Run:
                      "feature_set": d.feature_set},
             "command": ["kosumi", *self.o.argv],
             **({"init": self.init_identity} if self.init_identity else {}),
+            # absent: fp32 (the provenance of an fp32 run is what it was before the option)
+            **({"precision": self.precision.name} if self.precision.name != "fp32" else {}),
             "steps": step,
             "samples": step * self.settings["batch"],
             "settings": {k: self.settings[k] for k in COMPARED},
@@ -468,7 +472,11 @@ class _Run:
         local_syms = ctx.shard(syms) if s["augment"] else None
         b = make_batch(self.dataset.sizes[size], rows, ctx.device, local_syms,
                        ownership=s["ownership_weight"] > 0)
-        out = self.model(b.planes, b.globals)
+        prec = self.precision
+        with prec.forward():
+            out = self.model(prec.planes(b.planes), b.globals)
+        if prec.name != "fp32":
+            out = Precision.outputs(out)
         terms = sample_losses(out, b, s)
         # sum / global batch * world size: DDP's gradient average is then the global mean
         loss = terms["loss"].sum() * (ctx.world_size / float(s["batch"]))

@@ -79,6 +79,7 @@ class DistillOptions:
     stop_after: int | None = None  # stop this invocation after K steps (resume later)
     threads: int | None = None
     device: str = "auto"
+    precision: str = "fp32"  # fp32 | bf16 | auto (kosumi.distill.precision); not a saved setting
     resume: bool = False
     init: str | os.PathLike[str] | None = None  # start a new run from this checkpoint's weights
     cache_dir: str | os.PathLike[str] | None = None

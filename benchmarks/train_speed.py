@@ -15,7 +15,6 @@ The JSON also gives the CPU, torch's version and whether it has native bf16.
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import sys
 import tempfile
@@ -29,16 +28,7 @@ from emit import emit
 from kosumi.distill.precision import cpu_has_bf16
 from kosumi.distill.train import DistillOptions, distill
 from kosumi.nets.config import parse_board_sizes
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from kosumi.runtime.cpu import cpu_line
 
 
 def segment(args: argparse.Namespace, precision: str, folder: Path, k: int) -> float:
@@ -72,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"round {k + 1}: {p} {rates[p][-1]:.1f} samples/s", file=sys.stderr)
     base = statistics.median(rates[precisions[0]])
     report = {
-        "benchmark": "train_speed", "cpu": cpu_name(), "torch": torch.__version__,
+        "benchmark": "train_speed", "cpu": cpu_line(), "torch": torch.__version__,
         "cpu_has_bf16": cpu_has_bf16(), "threads": args.threads, "student": args.student,
         "board_sizes": args.board_sizes, "batch": args.batch, "steps": args.steps,
         "repeat": args.repeat, "data": str(args.data),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import platform
 from pathlib import Path
 
 import numpy as np
@@ -17,27 +16,19 @@ from kosumi.errors import KosumiError
 from kosumi.nets.checkpoint import read_checkpoint
 from kosumi.nets.config import NetConfig
 from kosumi.nets.resnet import KosumiNet
+from kosumi.runtime.cpu import cpu_capabilities
 
 torch.set_num_threads(1)
 CPU = torch.device("cpu")
 
 
-def _cpuinfo_flags() -> set[str] | None:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        return None
-    return None
-
-
-@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or _cpuinfo_flags() is None,
+@pytest.mark.skipif(cpu_capabilities()["arch"] not in ("x86_64", "amd64")
+                    or not cpu_capabilities()["model"],
                     reason="the oracle is the x86 CPU flags in /proc/cpuinfo")
 def test_auto_takes_bf16_exactly_where_the_cpu_has_it():
-    flags = _cpuinfo_flags()
-    assert flags is not None
-    native = bool(flags & {"avx512_bf16", "amx_bf16"})
+    """torch's oneDNN check against the CPU's own flags (kosumi.runtime.cpu reads them)."""
+    caps = cpu_capabilities()
+    native = bool(caps["avx512_bf16"] or caps["amx_bf16"])
     assert cpu_has_bf16() == native
     assert resolve_precision("auto", CPU).name == ("bf16" if native else "fp32")
 
@@ -61,7 +52,7 @@ def test_bf16_forward_is_close_to_fp32_and_keeps_float32_weights():
         p.prepare(net)
         with p.forward():
             raw = net(p.planes(x), g)
-        out = Precision.outputs(raw)
+        out = p.outputs(raw)
     assert net.input_conv.weight.dtype == torch.float32
     assert net.input_conv.weight.is_contiguous(memory_format=torch.channels_last)
     assert raw["policy"].dtype == torch.bfloat16  # autocast ran the layers in bf16

@@ -69,10 +69,9 @@ class Precision:
         else:
             yield
 
-    @staticmethod
-    def outputs(out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def outputs(self, out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The net's outputs as float32 (losses and metrics are computed in float32)."""
-        return {k: v.float() for k, v in out.items()}
+        return out if self.name == "fp32" else {k: v.float() for k, v in out.items()}
 
 
 def resolve_precision(choice: str, device: torch.device) -> Precision:

@@ -101,7 +101,7 @@ from kosumi.distill.metrics_log import (
     remove_metrics_log,
     truncate_metrics_log,
 )
-from kosumi.distill.precision import Precision, resolve_precision
+from kosumi.distill.precision import resolve_precision
 from kosumi.distill.train_state import (
     COMPARED,
     DEFAULTS,
@@ -474,9 +474,7 @@ class _Run:
                        ownership=s["ownership_weight"] > 0)
         prec = self.precision
         with prec.forward():
-            out = self.model(prec.planes(b.planes), b.globals)
-        if prec.name != "fp32":
-            out = Precision.outputs(out)
+            out = prec.outputs(self.model(prec.planes(b.planes), b.globals))
         terms = sample_losses(out, b, s)
         # sum / global batch * world size: DDP's gradient average is then the global mean
         loss = terms["loss"].sum() * (ctx.world_size / float(s["batch"]))

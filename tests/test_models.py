@@ -1,5 +1,5 @@
 """The embedded nets: shipped in the package, reachable by their names ``default`` (the
-teacher) and ``tiny`` (the smallest pack that beats GNU Go 10 on 9x9), checked against KataGo's
+teacher) and ``tiny`` (a 47 KB pack that beats KataGo's raw policy on 9x9), checked against KataGo's
 own outputs on the reference positions."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kosumi.runtime.agreement import kl
 #: lower bound for the default's top-5 agreement with KataGo on the 9x9 reference positions
 TOP5_9X9_MIN = 0.80
 #: bounds for tiny on the same positions (docs/models/tiny.md gives the measured figures)
-TINY_TOP1_9X9_MIN, TINY_KL_9X9_MAX = 0.44, 0.62
+TINY_TOP1_9X9_MIN, TINY_KL_9X9_MAX = 0.56, 0.45
 
 
 def katago_9x9(reference_positions):

@@ -2,7 +2,7 @@
 
 ``default`` (``default.safetensors``) is the embedded default teacher: a b6c64 student distilled
 from KataGo's g170 net with kosumi's own commands (model card: ``docs/models/default.md``).
-``tiny`` (``tiny.kpk``) is the smallest pack that beats GNU Go 10 on 9x9: an int8 student in a
+``tiny`` (``tiny.kpk``) is a 47 KB 9x9 net that beats KataGo's raw policy: an int8 student in a
 kosumi pack, so that it plays on a bare install (numpy + zstandard; ``docs/models/tiny.md``).
 A file of the same name in the working directory wins over the embedded net.
 """

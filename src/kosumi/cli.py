@@ -422,6 +422,9 @@ def distill_command(
         None, "--val-fraction", help="Games held out for evaluation (default 0.05)."),
     augment: bool | None = typer.Option(
         None, "--augment/--no-augment", help="8-fold symmetry augmentation (default on)."),
+    size_weights: str | None = typer.Option(
+        None, "--size-weights", help="Batches per epoch of a size, relative to its positions, "
+        "e.g. 19:3 (each 19x19 position three times an epoch; default 1 for every size)."),
     eval_every: int = typer.Option(500, "--eval-every", help="Evaluate + save every K steps."),
     stop_after: int | None = typer.Option(
         None, "--stop-after", help="Stop this invocation after K steps (then --resume)."),
@@ -441,6 +444,7 @@ def distill_command(
     import os
 
     from kosumi.distill.train import DistillOptions, distill
+    from kosumi.distill.train_state import parse_size_weights
     from kosumi.nets.config import parse_board_sizes
 
     try:
@@ -451,6 +455,7 @@ def distill_command(
             warmup=warmup, clip=clip, seed=seed, policy_temperature=policy_temperature,
             ownership_weight=ownership_weight, score_weight=score_weight,
             val_fraction=val_fraction, augment=augment, eval_every=eval_every,
+            size_weights=parse_size_weights(size_weights) if size_weights is not None else None,
             stop_after=stop_after, threads=threads,
             device=device, precision=precision, resume=resume, init=init, cache_dir=cache_dir,
             progress=not quiet, argv=["distill", *sys.argv[sys.argv.index("distill") + 1:]]

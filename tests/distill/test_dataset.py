@@ -339,6 +339,25 @@ def test_batch_plan_is_a_pure_function_of_seed_and_step():
     assert not np.array_equal(different[1], forward[0][1]) or different[0] != forward[0][0]
 
 
+def test_batch_plan_size_weights():
+    """Oracle: counting. A weight of 1 is the plain plan, batch for batch; weight 3 on 19x19
+    makes ceil(3 * 37 / 16) = 7 of its batches an epoch, every sample three or four times (three
+    full orders, cut short); weight 0.5 on 9x9 makes ceil(50 / 16) = 4, all distinct samples."""
+    counts = {9: 100, 19: 37}
+    plain = D.BatchPlan(counts, 16, seed=7)
+    same = D.BatchPlan(counts, 16, seed=7, weights={9: 1.0, 19: 1.0})
+    for s in range(12):
+        a, b = plain.batch(s), same.batch(s)
+        assert a[0] == b[0] and np.array_equal(a[1], b[1])
+    plan = D.BatchPlan(counts, 16, seed=7, weights={9: 0.5, 19: 3.0})
+    assert plan.per_size == {9: 4, 19: 7} and plan.batches_per_epoch == 11
+    epoch = [plan.batch(s) for s in range(11)]
+    n19 = np.concatenate([idx for size, idx, _ in epoch if size == 19])
+    n9 = np.concatenate([idx for size, idx, _ in epoch if size == 9])
+    assert len(n19) == 112 and set(np.bincount(n19, minlength=37).tolist()) <= {3, 4}
+    assert len(n9) == 64 and len(set(n9.tolist())) == 64 and n9.max() < 100
+
+
 def test_real_label_folder_round_trip(tmp_path):
     from kosumi.distill.labels import LabelStore
 

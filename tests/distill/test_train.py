@@ -209,6 +209,20 @@ def test_cli_distill(labels, tmp_path):
     assert ok.exit_code == 0, ok.output
     assert f"wrote {out}: 3 steps" in ok.output
     assert load_net(out).config.arch == "b1c8"
+    for weights, needle in [("13:2", "--size-weights: board size 13 is not trained (sizes 7)"),
+                            ("7:x", "--size-weights: '7:x' is not SIZE:WEIGHT")]:
+        bad = runner.invoke(app, [*base, "--out", str(tmp_path / "w.safetensors"),
+                                  "--size-weights", weights])
+        assert bad.exit_code == 2 and needle in bad.output and bad.output.count("\n") == 1, (
+            bad.output)
+    # --size-weights 7:2.5: an epoch is ceil(2.5 * train positions / batch) steps
+    w = tmp_path / "w.safetensors"
+    ok = runner.invoke(app, [*[a for a in base if a not in ("--steps", "3")], "--out", str(w),
+                             "--epochs", "1", "--size-weights", "7:2.5"])
+    assert ok.exit_code == 0, ok.output
+    prov = read_checkpoint(w).config.provenance
+    assert prov["settings"]["size_weights"] == {"7": 2.5}
+    assert prov["steps"] == math.ceil(2.5 * prov["data"]["train_positions"] / 8)
     shutil.rmtree(tmp_path / "cache")
 
 

@@ -23,6 +23,8 @@ from kosumi.distill.train_state import (
     check_options,
     check_resume,
     check_teacher,
+    new_settings,
+    parse_size_weights,
     resolve_sizes,
     student_config,
 )
@@ -117,6 +119,31 @@ def test_check_resume():
         check_resume(opts(lr=0.002), saved, Path("r"))
     with pytest.raises(KosumiError, match="--augment/--no-augment False differs"):
         check_resume(opts(augment=False), saved, Path("r"))
+
+
+def test_parse_size_weights():
+    assert parse_size_weights("19:3") == {"19": 3.0}
+    assert parse_size_weights(" 19:2.5, 9:1 ,") == {"19": 2.5}  # a weight of 1 is the default
+    assert list(parse_size_weights("19:2,9:0.5")) == ["9", "19"]
+    for bad, needle in [("19", "'19' is not SIZE:WEIGHT"), ("19:0", "'19:0' is not"),
+                        ("x:2", "'x:2' is not"), ("19:nan", "'19:nan'"), ("9:2,9:3", "twice")]:
+        with pytest.raises(KosumiError, match=needle):
+            parse_size_weights(bad)
+
+
+def test_size_weights_setting():
+    """A weight for a size that is not trained is refused; on --resume a run saved before the
+    setting existed counts as having none."""
+    data = SimpleNamespace(has_ownership=True, has_score=True)
+    s = new_settings(opts(size_weights={"19": 3.0}), data, [9, 19])
+    assert s["size_weights"] == {"19": 3.0}
+    assert new_settings(opts(), data, [9])["size_weights"] == {}
+    with pytest.raises(KosumiError, match="board size 13 is not trained"):
+        new_settings(opts(size_weights={"13": 2.0}), data, [9, 19])
+    old = {"student": "b1c8", "board_sizes": [9, 19]}
+    check_resume(opts(size_weights={}), old, Path("r"))
+    with pytest.raises(KosumiError, match="--size-weights"):
+        check_resume(opts(size_weights={"19": 3.0}), old, Path("r"))
 
 
 def test_student_config():

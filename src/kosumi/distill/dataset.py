@@ -517,10 +517,14 @@ class BatchPlan:
     An epoch cuts each board size's training samples, in a seeded random order, into
     ``ceil(count / batch)`` batches of exactly ``batch`` samples (the last one is filled up by
     continuing the same order from its start), then shuffles all batches of all sizes together.
+    A size weight w (``--size-weights``) makes that ``ceil(w * count / batch)`` batches, cut from
+    ``ceil(w)`` independent orders laid end to end: w = 3 shows each sample of that size three
+    times an epoch, w = 0.5 half of them; sizes without a weight have w = 1 (the plain plan).
     ``batch(step)`` -> (board size, sample indices into that size's training list, symmetries).
     """
 
-    def __init__(self, counts: dict[int, int], batch_size: int, seed: int):
+    def __init__(self, counts: dict[int, int], batch_size: int, seed: int,
+                 weights: dict[int, float] | None = None):
         if batch_size < 1:
             raise KosumiError(f"--batch must be at least 1, not {batch_size}")
         self.counts = {n: c for n, c in sorted(counts.items()) if c > 0}
@@ -528,7 +532,9 @@ class BatchPlan:
             raise KosumiError("no training positions (all positions went to the validation split)")
         self.batch_size = batch_size
         self.seed = int(seed) & 0xFFFFFFFF
-        self.per_size = {n: -(-c // batch_size) for n, c in self.counts.items()}
+        self.weights = {n: float((weights or {}).get(n, 1.0)) for n in self.counts}
+        self.per_size = {n: max(1, math.ceil(self.weights[n] * c / batch_size))
+                         for n, c in self.counts.items()}
         self.batches_per_epoch = sum(self.per_size.values())
         self._epoch: int | None = None
         self._layout: list[tuple[int, np.ndarray]] = []
@@ -537,7 +543,8 @@ class BatchPlan:
         rng = np.random.default_rng([self.seed, epoch, 0x65706F6368])
         batches: list[tuple[int, np.ndarray]] = []
         for n, count in self.counts.items():
-            order = rng.permutation(count)
+            copies = max(1, math.ceil(self.weights[n]))
+            order = np.concatenate([rng.permutation(count) for _ in range(copies)])
             rows = np.resize(order, self.per_size[n] * self.batch_size)
             batches.extend((n, r) for r in rows.reshape(self.per_size[n], self.batch_size))
         shuffle = rng.permutation(len(batches))

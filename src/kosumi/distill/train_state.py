@@ -14,6 +14,7 @@ written atomically (``save_training_state`` / ``read_training_state`` /
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
@@ -42,11 +43,11 @@ DEFAULT_SCORE_WEIGHT = 0.1
 DEFAULTS: dict[str, Any] = {
     "student": "b6c64", "features": "basic", "head": "conv", "batch": 256, "lr": 2e-3,
     "weight_decay": 0.01, "clip": 1.0, "seed": 0, "policy_temperature": 1.0,
-    "val_fraction": 0.05, "augment": True,
+    "val_fraction": 0.05, "augment": True, "size_weights": {},
 }
 COMPARED = ("student", "features", "head", "value", "board_sizes", "batch", "lr", "weight_decay",
             "warmup", "clip", "seed", "policy_temperature", "ownership_weight", "score_weight",
-            "val_fraction", "augment")
+            "val_fraction", "augment", "size_weights")
 
 
 # ---------------------------------------------------------------------------- options
@@ -75,6 +76,7 @@ class DistillOptions:
     score_weight: float | None = None
     val_fraction: float | None = None
     augment: bool | None = None
+    size_weights: dict[str, float] | None = None  # parse_size_weights; {} = every size weight 1
     eval_every: int = 500
     stop_after: int | None = None  # stop this invocation after K steps (resume later)
     threads: int | None = None
@@ -269,6 +271,11 @@ def new_settings(options: DistillOptions, dataset: DistillDataset,
     head = s["head"]
     s["value"] = options.value or ("tanh" if head == "lz" else "wdl")
     s["board_sizes"] = sizes
+    s["size_weights"] = dict(s["size_weights"])
+    unknown = [n for n in s["size_weights"] if int(n) not in sizes]
+    if unknown:
+        raise KosumiError(f"--size-weights: board size {unknown[0]} is not trained (sizes "
+                          f"{', '.join(map(str, sizes))})")
     data = str(options.data)
     s["ownership_weight"] = _output_weight(options.ownership_weight, DEFAULT_OWNERSHIP_WEIGHT,
                                            dataset.has_ownership, head, "ownership", data)
@@ -276,6 +283,25 @@ def new_settings(options: DistillOptions, dataset: DistillDataset,
                                        dataset.has_score, head, "score", data)
     s["warmup"] = options.warmup  # resolved once the number of steps is known
     return s
+
+
+def parse_size_weights(text: str) -> dict[str, float]:
+    """``"19:3"`` or ``"9:1,19:2.5"`` -> ``{"19": 3.0}`` (JSON keys, sorted by size; weights of 1
+    dropped, as that is every size's default). Raises KosumiError naming the bad item."""
+    weights: dict[int, float] = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        size, sep, weight = item.partition(":")
+        try:
+            n, w = int(size), float(weight)
+        except ValueError:
+            n, w = 0, math.nan
+        if not sep or n < 1 or not (math.isfinite(w) and w > 0):
+            raise KosumiError(f"--size-weights: {item!r} is not SIZE:WEIGHT with a weight > 0 "
+                              "(e.g. 19:3)")
+        if n in weights:
+            raise KosumiError(f"--size-weights: board size {n} is given twice")
+        weights[n] = w
+    return {str(n): w for n, w in sorted(weights.items()) if w != 1.0}
 
 
 def check_length_options(o: DistillOptions) -> None:
@@ -324,10 +350,11 @@ def check_resume(options: DistillOptions, saved: dict[str, Any], where: Path) ->
             given = sorted(set(given))
         if name == "student":
             given = str(given).strip().lower()
-        if given != saved.get(name):
+        was = saved.get(name, DEFAULTS.get(name))  # a run saved before the setting existed
+        if given != was:
             flag = {"augment": "--augment/--no-augment"}.get(name, "--" + name.replace("_", "-"))
             raise KosumiError(f"--resume: {flag} {given} differs from the run in {where} "
-                              f"({saved.get(name)}); resume with the same settings or start a "
+                              f"({was}); resume with the same settings or start a "
                               "new --out")
 
 

@@ -401,6 +401,9 @@ def distill_command(
     features: str | None = typer.Option(None, "--features", help="basic (default) or lz18."),
     head: str | None = typer.Option(None, "--head", help="conv (default) or lz (19x19)."),
     value: str | None = typer.Option(None, "--value", help="wdl or tanh (default: by head)."),
+    value_pool: str | None = typer.Option(
+        None, "--value-pool", help="mean_max (default) or katago: the conv value head also "
+        "pools mean x (N-14)/10, so it knows the board size (widens an --init net)."),
     board_sizes: str | None = typer.Option(
         None, "--board-sizes", help="Sizes to train, e.g. 9,19 (default: all in the labels)."),
     steps: int | None = typer.Option(None, "--steps", help="Optimizer steps in all."),
@@ -450,7 +453,8 @@ def distill_command(
     try:
         options = DistillOptions(
             data=data, out=out, teacher=teacher, student=student, features=features, head=head,
-            value=value, board_sizes=parse_board_sizes(board_sizes) if board_sizes else None,
+            value=value, value_pool=value_pool,
+            board_sizes=parse_board_sizes(board_sizes) if board_sizes else None,
             steps=steps, epochs=epochs, batch=batch, lr=lr, weight_decay=weight_decay,
             warmup=warmup, clip=clip, seed=seed, policy_temperature=policy_temperature,
             ownership_weight=ownership_weight, score_weight=score_weight,

@@ -157,6 +157,17 @@ def test_init_starts_from_a_checkpoint(labels, tmp_path):
         distill(opts(labels, tmp_path / "x.safetensors", init=str(tmp_path / "none")))
     with pytest.raises(KosumiError, match=r"--init starts a new run .* --resume"):
         distill(opts(labels, tuned, init=str(first), resume=True))
+    # --value-pool katago widens the init net's value layer: zero weights for the size term
+    wide = tmp_path / "wide.safetensors"
+    distill(opts(labels, wide, student=None, init=str(first), value_pool="katago", **tiny))
+    w = _tensors(wide)
+    assert read_checkpoint(wide).config.value_pool == "katago"
+    cv = a["value_fc1.weight"].shape[1] // 2
+    np.testing.assert_allclose(w["value_fc1.weight"][:, cv:2 * cv], 0.0, atol=1e-6)
+    np.testing.assert_allclose(w["value_fc1.weight"][:, 2 * cv:], a["value_fc1.weight"][:, cv:],
+                               atol=1e-6)
+    with pytest.raises(KosumiError, match=r"--value-pool mean_max differs from the --init"):
+        distill(opts(labels, tmp_path / "x.safetensors", init=str(wide), value_pool="mean_max"))
 
 
 # ============================================================================ errors

@@ -23,6 +23,7 @@ from kosumi.distill.train_state import (
     check_options,
     check_resume,
     check_teacher,
+    load_init,
     new_settings,
     parse_size_weights,
     resolve_sizes,
@@ -144,6 +145,31 @@ def test_size_weights_setting():
     check_resume(opts(size_weights={}), old, Path("r"))
     with pytest.raises(KosumiError, match="--size-weights"):
         check_resume(opts(size_weights={"19": 3.0}), old, Path("r"))
+
+
+def test_init_widens_a_mean_max_value_head_to_the_size_pool():
+    """Oracle: the init net itself. A "katago" value pool loaded from a "mean_max" net's
+    weights (zero weights for the size term) gives that net's outputs exactly, on 9x9 and
+    19x19, and says nothing is missing."""
+    import torch
+    from helpers import random_inputs, randomise_bn
+
+    from kosumi.nets.config import NetConfig
+    from kosumi.nets.resnet import KosumiNet
+
+    old = KosumiNet.random(NetConfig(arch="b1c8", board_sizes=[9, 19]), 1)
+    randomise_bn(old, torch.Generator().manual_seed(2))
+    new = KosumiNet.random(NetConfig(arch="b1c8", board_sizes=[9, 19], value_pool="katago"), 3)
+    notes: list[str] = []
+    load_init(new, old, "old.safetensors", notes.append)
+    assert notes == [] and new.value_fc1.in_features == 3 * old.value_fc1.in_features // 2
+    old.eval(), new.eval()
+    for size in (9, 19):
+        inputs = random_inputs(old.config, size, batch=4)
+        with torch.no_grad():
+            a, b = old(*inputs), new(*inputs)
+        for key in a:
+            torch.testing.assert_close(b[key], a[key], rtol=0, atol=1e-6)
 
 
 def test_student_config():

@@ -42,6 +42,10 @@ def test_parse_arch():
     ({"head": "lz", "features": "lz18", "board_sizes": [19], "value": "wdl", "score_lead": False,
       "ownership": False}, "value"),
     ({"head": "lz", "features": "lz18", "board_sizes": [19], "value": "tanh"}, "score_lead"),
+    ({"value_pool": "mean"}, "value_pool"),
+    ({"value_pool": "katago", "features": "lz18"}, "value_pool"),  # plane 0 is no mask
+    ({"value_pool": "katago", "head": "lz", "features": "lz18", "board_sizes": [19],
+      "value": "tanh", "score_lead": False, "ownership": False}, "value_pool"),
 ])
 def test_config_validation_names_the_field(kwargs, field):
     with pytest.raises(KosumiError, match=f"config field '{field}'") as e:
@@ -55,6 +59,10 @@ def test_config_json_round_trip_and_errors():
     d = json.loads(c.to_json())
     assert d["version"] == 1 and d["arch"] == "b2c16" and d["provenance"] == {"teacher": "g170"}
     assert NetConfig.from_json(c.to_json()) == c
+    assert "value_pool" not in d  # at its default: left out, so older files read the same
+    pooled = NetConfig(arch="b2c16", value_pool="katago")
+    assert json.loads(pooled.to_json())["value_pool"] == "katago"
+    assert NetConfig.from_json(pooled.to_json()) == pooled
     with pytest.raises(KosumiError, match=r"f.json: config field 'colour' is unknown"):
         NetConfig.from_dict({**d, "colour": 1}, source="f.json")
     with pytest.raises(KosumiError, match=r"f.json: the net config is not valid JSON"):

@@ -35,6 +35,8 @@ def nets(tmp_path_factory) -> dict[str, Path]:
         "b2c16": random_net_file(root / "b2c16.safetensors", arch="b2c16", seed=4),
         "lz": random_net_file(root / "lz.safetensors", arch="b2c16", features="lz18",
                               head="lz", seed=5),
+        "size-pool": random_net_file(root / "sp.safetensors", arch="b2c16", seed=6,
+                                     value_pool="katago"),
     }
 
 
@@ -74,7 +76,7 @@ def test_lz_head_is_19x19_and_has_no_globals(nets, tmp_path):
         load_evaluator(out).evaluate([GameState(9)])
 
 
-@pytest.mark.parametrize("name", ["default", "b2c16", "lz"])
+@pytest.mark.parametrize("name", ["default", "b2c16", "lz", "size-pool"])
 def test_onnxruntime_matches_torch_on_the_reference_positions(nets, name, tmp_path,
                                                               reference_positions):
     """fp32 through ONNX Runtime vs torch: top-1 100%, policy within 1e-4; fp16: top-1 >=

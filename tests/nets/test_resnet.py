@@ -50,6 +50,30 @@ def test_lz_head_shapes_and_rejects_other_sizes():
         net(*random_inputs(cfg, 9))
 
 
+def test_size_pool_value_head_by_hand():
+    """value_pool "katago": value_fc1 reads [mean, mean * (N - 14) / 10, max] of the value map,
+    3 x Cv inputs. Oracle: the value map forced to a constant k through the value BatchNorm
+    (gamma 0, beta k), so the pool is [k, k (N - 14) / 10, k] whatever the stones, computed by
+    hand; value_fc1 reading only the middle block then sees the board size."""
+    cfg = NetConfig(arch="b1c8", board_sizes=[9, 19], value_pool="katago")
+    net = KosumiNet.random(cfg, 0).eval()
+    cv = cfg.value_channels
+    assert net.value_fc1.in_features == 3 * cv
+    k = 0.7
+    with torch.no_grad():
+        net.value_bn.weight.zero_()
+        net.value_bn.bias.fill_(k)
+        net.value_fc1.weight.zero_()
+        net.value_fc1.bias.zero_()
+        net.value_fc1.weight[0, cv:2 * cv] = 1.0  # hidden unit 0 = sum of the middle block
+        net.value_fc2.weight.zero_()
+        net.value_fc2.bias.zero_()
+        net.value_fc2.weight[0, 0] = 1.0  # win logit = hidden unit 0 (after its ReLU)
+        for size, want in ((9, 0.0), (19, cv * k * 0.5)):  # (9 - 14) / 10 < 0: the ReLU gives 0
+            out = net(*random_inputs(cfg, size))
+            np.testing.assert_allclose(out["value"][:, 0].numpy(), want, rtol=1e-5, atol=1e-6)
+
+
 def _bn_params(c):
     return 2 * c  # gamma, beta (running stats are buffers)
 

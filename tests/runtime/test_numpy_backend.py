@@ -7,7 +7,9 @@ run directly. Its convolution is tested in test_numpy_ops.py.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
+from helpers import random_net_file
 
 from kosumi.nets.checkpoint import build_net, read_checkpoint
 from kosumi.nets.features import get_feature_set
@@ -15,8 +17,16 @@ from kosumi.runtime.bench import bench_states
 from kosumi.runtime.numpy_backend import NumpyBackend
 
 
-def test_forward_equals_the_unfolded_torch_net(random_net):
-    ckpt = read_checkpoint(random_net)
+@pytest.fixture(scope="module")
+def size_pool_net(tmp_path_factory):
+    """A random net whose value head pools KataGo's way (mean, mean x (N - 14) / 10, max)."""
+    return random_net_file(tmp_path_factory.mktemp("sp") / "sp.safetensors", arch="b1c8",
+                           seed=3, value_pool="katago")
+
+
+@pytest.mark.parametrize("which", ["random_net", "size_pool_net"])
+def test_forward_equals_the_unfolded_torch_net(which, request):
+    ckpt = read_checkpoint(request.getfixturevalue(which))
     net = build_net(ckpt).eval()
     backend = NumpyBackend(ckpt.config, ckpt.tensors)
     for size in (9, 19):

@@ -43,11 +43,11 @@ DEFAULT_SCORE_WEIGHT = 0.1
 DEFAULTS: dict[str, Any] = {
     "student": "b6c64", "features": "basic", "head": "conv", "batch": 256, "lr": 2e-3,
     "weight_decay": 0.01, "clip": 1.0, "seed": 0, "policy_temperature": 1.0,
-    "val_fraction": 0.05, "augment": True, "size_weights": {},
+    "val_fraction": 0.05, "augment": True, "size_weights": {}, "value_pool": "mean_max",
 }
 COMPARED = ("student", "features", "head", "value", "board_sizes", "batch", "lr", "weight_decay",
             "warmup", "clip", "seed", "policy_temperature", "ownership_weight", "score_weight",
-            "val_fraction", "augment", "size_weights")
+            "val_fraction", "augment", "size_weights", "value_pool")
 
 
 # ---------------------------------------------------------------------------- options
@@ -77,6 +77,7 @@ class DistillOptions:
     val_fraction: float | None = None
     augment: bool | None = None
     size_weights: dict[str, float] | None = None  # parse_size_weights; {} = every size weight 1
+    value_pool: str | None = None  # conv head: "mean_max" (default) or "katago" (NetConfig)
     eval_every: int = 500
     stop_after: int | None = None  # stop this invocation after K steps (resume later)
     threads: int | None = None
@@ -178,11 +179,14 @@ class TeacherFilter:
 
 # ---------------------------------------------------------------------------- --init
 def read_init(options: DistillOptions) -> tuple[DistillOptions, nn.Module, dict[str, Any]]:
-    """``--init``: (the options with the student's arch, features, head and value taken from the
-    checkpoint where not given, the checkpoint's net, its identity for the provenance).
+    """``--init``: (the options with the student's arch, features, head, value and value pool
+    taken from the checkpoint where not given, the checkpoint's net, its identity for the
+    provenance).
 
     A given --student/--features/--head/--value must agree with the checkpoint: KosumiError
-    naming the first that differs. Board sizes are free (a conv head plays every size)."""
+    naming the first that differs. Board sizes are free (a conv head plays every size), and
+    ``--value-pool katago`` may widen a "mean_max" net (``load_init`` adds zero weights for the
+    size term, so the student starts as the checkpoint plays)."""
     from dataclasses import replace
 
     from kosumi.distill.shards import sha256_file
@@ -199,12 +203,16 @@ def read_init(options: DistillOptions) -> tuple[DistillOptions, nn.Module, dict[
     ckpt = read_checkpoint(path)
     cfg = ckpt.config
     have: dict[str, Any] = {"student": cfg.arch, "features": cfg.features, "head": cfg.head,
-                            "value": cfg.value}
+                            "value": cfg.value, "value_pool": cfg.value_pool}
+    if options.value_pool == "katago" and cfg.value_pool == "mean_max":
+        have["value_pool"] = "katago"  # widened by load_init
     given = {"student": options.student and str(options.student).strip().lower(),
-             "features": options.features, "head": options.head, "value": options.value}
+             "features": options.features, "head": options.head, "value": options.value,
+             "value_pool": options.value_pool}
     for name, value in given.items():
         if value is not None and value != have[name]:
-            raise KosumiError(f"--{name} {value} differs from the --init checkpoint {path} "
+            raise KosumiError(f"--{name.replace('_', '-')} {value} differs from the --init "
+                              f"checkpoint {path} "
                               f"({have[name]}); leave it out to take the checkpoint's")
     identity = {"path": shareable_path(text), "sha256": sha256_file(path), "arch": cfg.arch}
     return replace(options, **have), build_net(ckpt, path), identity
@@ -213,8 +221,16 @@ def read_init(options: DistillOptions) -> tuple[DistillOptions, nn.Module, dict[
 def load_init(net: nn.Module, init_net: nn.Module, where: str, log: Any) -> None:
     """Copy the --init net's weights into a fresh student of the same arch, features, head and
     value (``read_init`` checked them); outputs only one of the two has are reported via ``log``
-    (the student's start at random)."""
-    result = net.load_state_dict(init_net.state_dict(), strict=False)
+    (the student's start at random). A "katago" value pool over a "mean_max" net's weights gets
+    zero weights for its size term, the middle third of ``value_fc1``'s inputs."""
+    state = dict(init_net.state_dict())
+    w = state.get("value_fc1.weight")
+    want = net.state_dict().get("value_fc1.weight")
+    if w is not None and want is not None and 2 * want.shape[1] == 3 * w.shape[1]:
+        cv = w.shape[1] // 2
+        state["value_fc1.weight"] = torch.cat((w[:, :cv], torch.zeros_like(w[:, :cv]), w[:, cv:]),
+                                              dim=1)
+    result = net.load_state_dict(state, strict=False)
     for keys, what in ((result.missing_keys, "has no weights for {}: those start at random"),
                        (result.unexpected_keys, "has {}, which the student has not: not used")):
         parts = sorted({k.split(".")[0] for k in keys})
@@ -335,7 +351,7 @@ def check_options(options: DistillOptions, sizes: list[int]) -> None:
     try:
         NetConfig(arch=arch, features=o.features or DEFAULTS["features"], head=head,
                   board_sizes=sizes, value=o.value or ("tanh" if head == "lz" else "wdl"),
-                  score_lead=False, ownership=False)
+                  score_lead=False, ownership=False, value_pool=o.value_pool or "mean_max")
     except KosumiError as e:
         raise KosumiError(f"student {arch}: {e}") from None
 
@@ -362,7 +378,8 @@ def student_config(settings: dict[str, Any], provenance: dict[str, Any] | None =
     return NetConfig(arch=settings["student"], features=settings["features"],
                      head=settings["head"], board_sizes=list(settings["board_sizes"]),
                      value=settings["value"], score_lead=settings["score_weight"] > 0,
-                     ownership=settings["ownership_weight"] > 0, provenance=provenance or {})
+                     ownership=settings["ownership_weight"] > 0, provenance=provenance or {},
+                     value_pool=settings.get("value_pool", "mean_max"))
 
 
 # ---------------------------------------------------------------------------- training state

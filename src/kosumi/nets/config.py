@@ -27,10 +27,13 @@ Three heads (network families):
   "blocks": ["ordinary" | "gpool", ...]}``.
 
 Optional fields, left out of the JSON at their defaults (so older files read unchanged):
-``value_view`` ("side_to_move", or "black" for Leela Zero version-2 weights, whose value is
-Black's), ``extra_tensors`` (names of tensors a file carries beyond the architecture's own),
-``katago`` and ``quantization`` (a quantized net's scheme, ``nets.quant``: its tensors are then
-those of the folded inference graph, int8 where the scheme says so).
+``value_pool`` (the conv head's value pooling: "mean_max", or "katago": KataGo's mean, mean x
+(N - 14) / 10 and max, which tells the value and score layers the board size; it needs a feature
+set whose plane 0 is the on-board mask), ``value_view`` ("side_to_move", or "black" for Leela
+Zero version-2 weights, whose value is Black's), ``extra_tensors`` (names of tensors a file
+carries beyond the architecture's own), ``katago`` and ``quantization`` (a quantized net's
+scheme, ``nets.quant``: its tensors are then those of the folded inference graph, int8 where the
+scheme says so).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ CONFIG_VERSION = 1
 HEADS = ("conv", "lz", "katago")
 VALUE_KINDS = ("wdl", "tanh")
 VALUE_VIEWS = ("side_to_move", "black")
+VALUE_POOLS = ("mean_max", "katago")
 #: the ``katago`` layout's integer fields (the block kinds are a list)
 KATAGO_LAYOUT_INTS = ("model_version", "mid_channels", "regular_channels", "dilated_channels",
                       "gpool_channels", "policy_gpool_channels", "initial_kernel")
@@ -104,6 +108,7 @@ class NetConfig:
     extra_tensors: list[str] = field(default_factory=list)  # tensors beyond the architecture's
     katago: dict[str, Any] = field(default_factory=dict)  # head "katago": the net's layout
     quantization: dict[str, Any] = field(default_factory=dict)  # nets.quant.QuantScheme
+    value_pool: str = "mean_max"  # conv head: "mean_max" | "katago" (+ mean x (N - 14) / 10)
 
     def __post_init__(self) -> None:
         self.arch = str(self.arch).strip().lower()
@@ -213,6 +218,23 @@ class NetConfig:
         if self.value_view not in VALUE_VIEWS:
             raise KosumiError(f"config field 'value_view': {self.value_view!r} is not one of "
                               f"{', '.join(VALUE_VIEWS)}")
+        self._validate_value_pool()
+
+    def _validate_value_pool(self) -> None:
+        if self.value_pool not in VALUE_POOLS:
+            raise KosumiError(f"config field 'value_pool': {self.value_pool!r} is not one of "
+                              f"{', '.join(VALUE_POOLS)}")
+        if self.value_pool == "mean_max":
+            return
+        from kosumi.nets.features import get_feature_set  # late: features imports no config
+
+        if self.head != "conv":
+            raise KosumiError(f"config field 'value_pool': {self.value_pool!r} is for the conv "
+                              f"head, not {self.head!r}")
+        if get_feature_set(self.features).plane_names[:1] != ("on board",):
+            raise KosumiError(f"config field 'value_pool': {self.value_pool!r} needs plane 0 of "
+                              f"the features to be the on-board mask, and {self.features!r} "
+                              "has none")
 
     def _validate_lz(self) -> None:
         """Leela Zero's head: 19x19, a tanh value, no score or ownership, fixed widths."""
@@ -251,7 +273,7 @@ class NetConfig:
     def to_dict(self) -> dict[str, Any]:
         d = {"version": CONFIG_VERSION, **asdict(self)}
         for name, default in (("value_view", "side_to_move"), ("extra_tensors", []),
-                              ("katago", {}), ("quantization", {})):
+                              ("katago", {}), ("quantization", {}), ("value_pool", "mean_max")):
             if d[name] == default:
                 del d[name]
         return d

@@ -140,8 +140,11 @@ def _kosumi(b: _Builder, config: NetConfig, has_globals: bool) -> dict[str, str]
     points = b.add("flatten", "policy_point", b.add("conv", "policy_point", pol, kernel=1))
     passes = b.add("linear", "policy_pass", b.add("mean_max", "policy_pool", pol))
     outputs = {"policy": b.add("concat", "policy", points, passes)}
-    h = b.add("relu", "value_fc1",
-              b.add("linear", "value_fc1", b.add("mean_max", "value_pool", val)))
+    if config.value_pool == "katago":  # plane 0 is the on-board mask (NetConfig checks it)
+        pooled = b.add("kata_gpool", "value_pool", val, b.add("area", "area", "planes"))
+    else:
+        pooled = b.add("mean_max", "value_pool", val)
+    h = b.add("relu", "value_fc1", b.add("linear", "value_fc1", pooled))
     outputs["value"] = b.add("linear", "value_fc2", h)
     if config.score_lead:
         outputs["score_lead"] = b.add("squeeze", "score_fc", b.add("linear", "score_fc", h))

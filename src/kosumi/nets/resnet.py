@@ -18,8 +18,9 @@ runtime applies softmax / tanh once, for every backend):
 Head ``conv`` (any board size): policy = conv1x1 (C -> Cp) -> BN -> ReLU -> conv1x1 (Cp -> 1,
 with bias) = one logit per point; pass logit = linear (2*Cp -> 1) on the mean and max over the
 board of that activated Cp-channel map. Value = conv1x1 (C -> Cv) -> BN -> ReLU -> [mean, max]
-pool (2*Cv) -> linear (-> H) -> ReLU -> linear (-> 3 or 1); score lead = linear (H -> 1) * 20;
-ownership = conv1x1 (Cv -> 1, with bias) on the activated value map.
+pool (2*Cv; with ``value_pool`` "katago" [mean, mean * (N - 14) / 10, max], 3*Cv, so that the
+layers after it know the board's size) -> linear (-> H) -> ReLU -> linear (-> 3 or 1); score
+lead = linear (H -> 1) * 20; ownership = conv1x1 (Cv -> 1, with bias) on the activated value map.
 
 Head ``lz`` (19x19 only) is Leela Zero's, tensor for tensor. Leela Zero numbers points
 ``y*19 + x`` with y = 0 the BOTTOM row, and its 3x3 kernels and fc weights live in that frame.
@@ -89,6 +90,12 @@ def _pool(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((x.mean(dim=(2, 3)), x.amax(dim=(2, 3))), dim=1)
 
 
+def _size_pool(x: torch.Tensor) -> torch.Tensor:
+    """[B, C, N, N] -> [B, 3C]: mean, mean * (N - 14) / 10, max (KataGo's global pooling)."""
+    mean = x.mean(dim=(2, 3))
+    return torch.cat((mean, mean * ((x.shape[-1] - 14) / 10.0), x.amax(dim=(2, 3))), dim=1)
+
+
 class KosumiNet(nn.Module):
     """A residual network described by a ``NetConfig`` (see the module docstring)."""
 
@@ -120,7 +127,7 @@ class KosumiNet(nn.Module):
             self.policy_pass = nn.Linear(2 * cp, 1)
             self.value_conv = _conv(c, cv, 1)
             self.value_bn = _bn(cv)
-            self.value_fc1 = nn.Linear(2 * cv, hid)
+            self.value_fc1 = nn.Linear((3 if config.value_pool == "katago" else 2) * cv, hid)
             self.value_fc2 = nn.Linear(hid, config.value_outputs)
             self.score_fc = nn.Linear(hid, 1) if config.score_lead else None
             self.ownership_conv = _conv(cv, 1, 1, bias=True) if config.ownership else None
@@ -164,7 +171,8 @@ class KosumiNet(nn.Module):
         points = self.policy_point(p).flatten(1)
         policy = torch.cat((points, self.policy_pass(_pool(p))), dim=1)
         v = F.relu(self.value_bn(self.value_conv(x)))
-        h = F.relu(self.value_fc1(_pool(v)))
+        pooled = _size_pool(v) if self.config.value_pool == "katago" else _pool(v)
+        h = F.relu(self.value_fc1(pooled))
         out = {"policy": policy, "value": self.value_fc2(h)}
         if self.score_fc is not None:
             out["score_lead"] = self.score_fc(h).squeeze(1) * SCORE_SCALE

@@ -22,7 +22,7 @@ def _strings(x):
 def test_provenance_holds_no_absolute_path_of_the_machine():
     _, ckpt = read_model("default")
     prov = ckpt.config.provenance
-    assert prov["data"]["path"] == "runs/s31/lab-v5" and prov["data"]["content_hash"]
+    assert prov["data"]["path"] == "runs/s31/lab-v6" and prov["data"]["content_hash"]
     assert not [s for s in _strings(prov) if s.startswith("/")]
 
 

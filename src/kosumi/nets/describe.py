@@ -26,6 +26,8 @@ def describe_checkpoint_parts(cfg: Any, tensors: dict[str, Any], fmt: str) -> di
                  if not name.endswith(("running_mean", "running_var")))
     value = ("win/loss/noResult (softmax)" if cfg.value == "wdl"
              else "tanh winrate, side to move's view")
+    if cfg.value_pool == "katago":
+        value += "; pooled with the board size (mean, mean x (N-14)/10, max)"
     heads: dict[str, str] = {"policy": "N*N points + pass (softmax)", "value": value}
     if cfg.score_lead:
         heads["score_lead"] = "the side to move's lead in points"

@@ -126,5 +126,8 @@ def test_kosumi_quantize_keeps_the_rounding_whose_net_agrees_better(calib_positi
         got = load_evaluator(path, backend="numpy", cache=False).evaluate(states)
         mean_kl[rounding] = float(np.mean([kl(a.policy, b.policy) for a, b in zip(ref, got,
                                                                                   strict=True)]))
-    assert info["chosen"] == "gptq", info  # on this trained net, in either weight range
-    assert mean_kl["gptq"] < mean_kl["nearest"], mean_kl
+    # kept: the rounding of the better output SQNR on the calibration positions (GPTQ for
+    # default versions 1-4, round to nearest for version 5); either way, asking for GPTQ never
+    # leaves a net that agrees worse with the float one on positions of other games
+    assert info["chosen"] == max(info["sqnr_db"], key=info["sqnr_db"].get), info
+    assert mean_kl["gptq"] <= mean_kl["nearest"] * 1.0001, (info, mean_kl)

@@ -56,6 +56,7 @@ from torch import nn
 
 from kosumi.nets.config import LZ_BOARD_SIZE, NetConfig
 from kosumi.nets.features import get_feature_set
+from kosumi.nets.katago_net import gpool
 
 BN_EPS = 1e-5
 SCORE_SCALE = 20.0  # the score-lead linear predicts points / 20
@@ -88,12 +89,6 @@ class ResBlock(nn.Module):
 def _pool(x: torch.Tensor) -> torch.Tensor:
     """[B, C, H, W] -> [B, 2C]: mean then max over the board."""
     return torch.cat((x.mean(dim=(2, 3)), x.amax(dim=(2, 3))), dim=1)
-
-
-def _size_pool(x: torch.Tensor) -> torch.Tensor:
-    """[B, C, N, N] -> [B, 3C]: mean, mean * (N - 14) / 10, max (KataGo's global pooling)."""
-    mean = x.mean(dim=(2, 3))
-    return torch.cat((mean, mean * ((x.shape[-1] - 14) / 10.0), x.amax(dim=(2, 3))), dim=1)
 
 
 class KosumiNet(nn.Module):
@@ -171,7 +166,10 @@ class KosumiNet(nn.Module):
         points = self.policy_point(p).flatten(1)
         policy = torch.cat((points, self.policy_pass(_pool(p))), dim=1)
         v = F.relu(self.value_bn(self.value_conv(x)))
-        pooled = _size_pool(v) if self.config.value_pool == "katago" else _pool(v)
+        if self.config.value_pool == "katago":  # KataGo's pooling over the whole board
+            pooled = gpool(v, v.new_full((v.shape[0], 1), float(v.shape[2] * v.shape[3])))
+        else:
+            pooled = _pool(v)
         h = F.relu(self.value_fc1(pooled))
         out = {"policy": policy, "value": self.value_fc2(h)}
         if self.score_fc is not None:

@@ -145,3 +145,46 @@ def test_every_documented_command_parses():
                 raise
             bad.append(f"{where}:{line}: kosumi {' '.join(argv)}: {e.format_message()}")
     assert not bad, "\n".join(bad)
+
+
+# ----------------------------------------------------------------------------- signals
+def test_sigterm_stops_a_worker_pool_cleanly_and_the_job_resumes(tmp_path):
+    """`kill` of a self-play run with two worker processes: exit 143 with one line and no
+    traceback from the parent or its workers; every stored game is kept and a rerun goes on
+    from them (the oracle: the store's own manifest and the SGF files on disk)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from kosumi.distill.positions import PositionStore
+
+    out = tmp_path / "sp"
+
+    def argv(games: int, workers: int) -> list[str]:
+        return [sys.executable, "-m", "kosumi.cli", "selfplay", "--model", "default", "--games",
+                str(games), "--size", "9", "--policy-temperature", "1", "--workers", str(workers),
+                "--seed", "3", "--out", str(out)]
+
+    def stored() -> int:  # the manifest's game ranges are inclusive
+        runs = PositionStore(out).dir.manifest["games"].values()
+        return sum(b - a + 1 for r in runs for a, b in r)
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(argv(400, 2), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((out / "sgf").glob("*.sgf"))
+                                               if (out / "sgf").is_dir() else []) < 3:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "kosumi: terminated"
+    time.sleep(1.0)  # a worker that outlived the pool would write here
+    games = stored()
+    assert 2 <= games < 400  # the third game's positions may be the ones a kill cut off
+    r = subprocess.run(argv(games + 1, 1), capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert stored() == games + 1 == len(list((out / "sgf").glob("*.sgf")))

@@ -3,6 +3,7 @@ function and prints; errors a user can cause are one line on stderr and exit cod
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from kosumi.cli_options import (
     threads_option,
     workers_option,
 )
-from kosumi.errors import KosumiError
+from kosumi.errors import KosumiError, Terminated
 from kosumi.extras import missing_extra
 
 app = typer.Typer(
@@ -392,7 +393,8 @@ def label_command(
 # ----------------------------------------------------------------------------- distill (training)
 @app.command("distill")
 def distill_command(
-    data: Path = typer.Option(..., "--data", help="Label folder (kosumi label)."),
+    data: list[Path] = typer.Option(
+        ..., "--data", help="Label folder (kosumi label); give it again to train on several."),
     out: Path = typer.Option(..., "--out", help="Student checkpoint to write (.safetensors)."),
     teacher: str | None = typer.Option(
         None, "--teacher", help="Teacher file (or sha256) to check against the labels' "
@@ -452,7 +454,8 @@ def distill_command(
 
     try:
         options = DistillOptions(
-            data=data, out=out, teacher=teacher, student=student, features=features, head=head,
+            data=data[0] if len(data) == 1 else data, out=out, teacher=teacher,
+            student=student, features=features, head=head,
             value=value, value_pool=value_pool,
             board_sizes=parse_board_sizes(board_sizes) if board_sizes else None,
             steps=steps, epochs=epochs, batch=batch, lr=lr, weight_decay=weight_decay,
@@ -478,7 +481,12 @@ def distill_command(
                    f"samples, {result.samples_per_s:,.0f} samples/s; {summary}")
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate)  # `kill` stops as cleanly as Ctrl-C
     try:
         app()
     except KosumiError as e:
@@ -493,6 +501,9 @@ def main() -> None:
     except KeyboardInterrupt:
         typer.echo("kosumi: interrupted", err=True)
         sys.exit(130)
+    except Terminated:
+        typer.echo("kosumi: terminated", err=True)
+        sys.exit(143)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from helpers import ROOT, katago_policy, replay_reference
 from typer.testing import CliRunner
 
 from kosumi.cli import app
-from kosumi.distill.labels import LabelStore, label_positions
+from kosumi.distill.labels import LabelStore, LabelUnion, label_positions, open_labels
 from kosumi.distill.positions import Position, PositionStore, write_positions
 from kosumi.distill.teacher_jobs import teacher_identity
 from kosumi.errors import KosumiError
@@ -253,6 +253,38 @@ def test_mixed_teachers_need_an_explicit_choice(tmp_path):
     assert store.teacher["name"] == "a.safetensors"
     assert {r.teacher for r in store.records()} == {0, 1}
     assert len(store) == len(PositionStore(pos))
+
+
+def test_several_folders_read_as_the_one_folder_labelled_with_both(tmp_path):
+    """The oracle: the same positions labelled into one folder. Two folders (``--data A --data
+    B``) give its records in its order and its counts; a shard two folders share is read once;
+    another teacher, or a folder given twice, is a one-line error naming it."""
+    net = make_net(tmp_path / "t.safetensors", seed=4, sizes=(7, 9))
+    pa, pb = tmp_path / "pa", tmp_path / "pb"
+    write_positions(pa, random_games(9, 2, 20, seed=5))
+    write_positions(pb, random_games(7, 2, 20, seed=6) + random_games(9, 1, 20, seed=7))
+    for pos, out in [(pa, "x"), (pb, "y"), (pa, "z"), (pb, "z")]:
+        label_positions(net, pos, tmp_path / out)
+    one = LabelStore(tmp_path / "z")
+    union = open_labels([tmp_path / "x", tmp_path / "y"])
+    assert isinstance(union, LabelUnion)
+    assert isinstance(open_labels([tmp_path / "x"]), LabelStore)
+    assert len(union) == len(one) and union.board_sizes() == one.board_sizes() == [7, 9]
+    assert all(union.count(n) == one.count(n) for n in (7, 9))
+    for n in (7, 9):
+        got, want = list(union.records(n)), list(one.records(n))
+        assert [r.key for r in got] == [r.key for r in want]
+        assert all(np.array_equal(a.policy, b.policy) for a, b in zip(got, want, strict=True))
+    assert union.teacher == one.teacher
+    assert union.content_hash() != one.content_hash()  # a run resumes on the folders it had
+    shared = LabelUnion([tmp_path / "x", tmp_path / "z"])
+    assert [r.key for r in shared.records()] == [r.key for r in one.records()]
+    other = make_net(tmp_path / "o.safetensors", seed=5)
+    label_positions(other, pa, tmp_path / "w")
+    with pytest.raises(KosumiError, match=r"w/manifest.json: labelled by .* same teacher"):
+        LabelUnion([tmp_path / "x", tmp_path / "w"])
+    with pytest.raises(KosumiError, match="--data: a folder is given twice"):
+        LabelUnion([tmp_path / "x", tmp_path / "y", tmp_path / "x"])
 
 
 def test_bad_input_is_one_line_exit_2(data, tmp_path):

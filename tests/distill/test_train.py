@@ -271,3 +271,46 @@ def test_mixed_teacher_folder_selects_the_given_teachers_labels(tmp_path):
     assert read_checkpoint(out0).config.provenance["data"]["positions"] == {
         "7": n0[7], "9": n0[9]}
     assert len(list((tmp_path / "cache").glob("*-9x9.npz"))) == 2  # one per teacher
+
+
+def test_sigterm_during_training_saves_and_stops_like_ctrl_c():
+    """The first SIGTERM (a scheduler's stop) only asks the loop to finish its step and save;
+    a second one stops at once, as `kosumi: terminated` (exit 143)."""
+    import os
+    import signal
+    import types
+
+    from kosumi.distill.train import _save_on_interrupt
+    from kosumi.errors import Terminated
+
+    run = types.SimpleNamespace(interrupted=False)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated), _save_on_interrupt(run, True):  # type: ignore[arg-type]
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert run.interrupted
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_cli_distill_on_two_label_folders(labels, tmp_path):
+    """`--data A --data B`: one run on both folders' positions (the counts are the folders'
+    own manifests'), the provenance lists both, and --resume on other folders is refused."""
+    from kosumi.cli import app
+    from kosumi.distill.labels import LabelStore
+
+    lab, teacher = labels
+    lab2, _ = make_label_folder(tmp_path / "second", size=7, games=10, length=12, seed=2)
+    out = tmp_path / "two.safetensors"
+    base = ["distill", "--data", str(lab), "--data", str(lab2), "--out", str(out),
+            "--teacher", str(teacher), "--student", "b1c8", "--batch", "8", "--threads", "1",
+            "--device", "cpu", "--quiet", "--cache-dir", str(tmp_path / "cache")]
+    runner = CliRunner()
+    ok = runner.invoke(app, [*base, "--steps", "4", "--stop-after", "2"])
+    assert ok.exit_code == 0, ok.output
+    prov = read_checkpoint(out).config.provenance
+    assert prov["data"]["path"] == [str(lab), str(lab2)]
+    assert prov["data"]["positions"] == {"7": len(LabelStore(lab)) + len(LabelStore(lab2))}
+    bad = runner.invoke(app, [*base[:3], *base[5:], "--steps", "4", "--resume"])
+    assert bad.exit_code == 2 and "--resume: the labels in" in bad.output, bad.output
+    again = runner.invoke(app, [*base, "--steps", "4", "--resume"])
+    assert again.exit_code == 0 and read_checkpoint(out).config.provenance["steps"] == 4

@@ -289,6 +289,74 @@ class LabelStore:
         return [int(k) for shard in self.shards() for k in shard.keys]
 
 
+class LabelUnion:
+    """Several label folders read as one (``kosumi distill --data A --data B``), with
+    ``LabelStore``'s reading interface: shards in folder order, a shard listed by two folders
+    (the same SHA-256, e.g. hard-linked) read once, and a content hash of the folders' hashes.
+    Every folder must record the same teachers, in the same order (records index them)."""
+
+    def __init__(self, paths: Sequence[str | os.PathLike[str]]):
+        if len({os.path.realpath(p) for p in paths}) != len(paths):
+            raise KosumiError(f"--data: a folder is given twice ({', '.join(map(str, paths))})")
+        self.stores = [LabelStore(p) for p in paths]
+        first = self.stores[0]
+        for other in self.stores[1:]:
+            if _teacher_ids(other) != _teacher_ids(first):
+                raise KosumiError(
+                    f"{other.dir.manifest_path}: labelled by {_teacher_ids(other)}, but "
+                    f"{first.path} by {_teacher_ids(first)}: every --data folder needs the "
+                    "same teacher (or label them into one folder with --allow-mixed-teachers)")
+        self.path = " + ".join(str(s.path) for s in self.stores)
+        self.teachers = first.teachers
+        self.teacher = first.teacher
+        self.mixed_teachers = any(s.mixed_teachers for s in self.stores)
+        seen: set[str] = set()
+        self._entries: list[tuple[LabelStore, dict[str, Any]]] = []
+        for store in self.stores:
+            for entry in store.dir.shards:
+                if entry["sha256"] not in seen:
+                    seen.add(entry["sha256"])
+                    self._entries.append((store, entry))
+
+    def __len__(self) -> int:
+        return sum(e["count"] for _, e in self._entries)
+
+    def board_sizes(self, teacher: int | None = None) -> list[int]:
+        return sorted({e["board_size"] for _, e in self._entries
+                       if teacher is None or e["teacher"] == teacher})
+
+    def content_hash(self) -> str:
+        import hashlib
+
+        joined = "\n".join(s.content_hash() for s in self.stores)
+        return hashlib.sha256(joined.encode()).hexdigest()
+
+    def count(self, board_size: int | None = None, teacher: int | None = None) -> int:
+        return sum(e["count"] for _, e in self._entries
+                   if (board_size is None or e["board_size"] == board_size)
+                   and (teacher is None or e["teacher"] == teacher))
+
+    def shards(self, board_size: int | None = None) -> Iterator[LabelShard]:
+        for store, entry in self._entries:
+            if board_size is None or entry["board_size"] == board_size:
+                yield store.read_shard(entry)
+
+    def records(self, board_size: int | None = None) -> Iterator[LabelRecord]:
+        for shard in self.shards(board_size):
+            yield from shard.records()
+
+
+def _teacher_ids(store: LabelStore) -> list[str]:
+    return [str(t.get("sha256", t.get("name", "?")))[:16] for t in store.teachers]
+
+
+def open_labels(paths: Sequence[str | os.PathLike[str]]) -> LabelStore | LabelUnion:
+    """One label folder as a ``LabelStore``; several as their ``LabelUnion``."""
+    if not paths:
+        raise KosumiError("--data: no label folder given")
+    return LabelStore(paths[0]) if len(paths) == 1 else LabelUnion(paths)
+
+
 # ---------------------------------------------------------------------------- labelling
 @dataclass
 class LabelStats:

@@ -189,6 +189,9 @@ _POOL: dict[str, Evaluator] = {}
 
 def _pool_init(teacher_path: str, symmetries: int, threads: int, backend: str,
                device: str | None) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the pool
     _POOL["teacher"] = open_teacher(teacher_path, symmetries, threads, backend, device)
 
 

@@ -122,7 +122,7 @@ from kosumi.distill.train_state import (
     save_training_state,
     student_config,
 )
-from kosumi.errors import KosumiError
+from kosumi.errors import KosumiError, Terminated
 from kosumi.fileio import shareable_path
 from kosumi.nets.checkpoint import save_checkpoint
 from kosumi.nets.features import get_feature_set
@@ -234,9 +234,15 @@ def _param_groups(net: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
 def _open_store(options: DistillOptions, store: Any | None) -> Any:
     if store is not None:
         return store
-    from kosumi.distill.labels import LabelStore
+    from kosumi.distill.labels import open_labels
 
-    return LabelStore(options.data)
+    return open_labels(options.data_paths)
+
+
+def _shareable_data(options: DistillOptions) -> str | list[str]:
+    """The provenance's data path: one folder as a string, several as a list."""
+    paths = [shareable_path(p) for p in options.data_paths]
+    return paths[0] if len(paths) == 1 else paths
 
 
 def distill(options: DistillOptions, store: Any | None = None) -> DistillResult:
@@ -252,22 +258,23 @@ def distill(options: DistillOptions, store: Any | None = None) -> DistillResult:
 
 @contextmanager
 def _save_on_interrupt(run: _Run, enabled: bool) -> Iterator[None]:
-    """While training (one process, main thread): the first Ctrl-C finishes the current step,
-    saves everything and stops; a second one interrupts at once."""
+    """While training (one process, main thread): the first Ctrl-C or SIGTERM finishes the
+    current step, saves everything and stops; a second one interrupts at once."""
     if not enabled or threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, frame: Any) -> None:
         if run.interrupted:
-            raise KeyboardInterrupt
+            raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
         run.interrupted = True
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 @dataclass
@@ -356,7 +363,7 @@ class _Run:
             head = o.head or DEFAULTS["head"]
             features = o.features or DEFAULTS["features"]
             get_feature_set(features)
-            sizes = resolve_sizes(o, head, label_sizes, str(o.data))
+            sizes = resolve_sizes(o, head, label_sizes, o.data_name)
             check_options(o, sizes)
         skipped = [n for n in label_sizes if n not in sizes]
         if skipped:
@@ -372,8 +379,8 @@ class _Run:
         if teacher_index is not None:
             chash = f"{chash[:48]}t{teacher_index:015d}"
         if self.saved is not None and self.saved["data"]["content_hash"] != chash:
-            raise KosumiError(f"--resume: the labels in {self.o.data} are not those the run in "
-                              f"{self.paths.state} was trained on (content hash differs)")
+            raise KosumiError(f"--resume: the labels in {self.o.data_name} are not those the run "
+                              f"in {self.paths.state} was trained on (content hash differs)")
         if self.ctx.local_rank == 0:
             self.dataset = self._load(source, features, sizes, chash)
         self.ctx.barrier()
@@ -381,7 +388,7 @@ class _Run:
             self.dataset = self._load(source, features, sizes, chash)
         for n in sizes:
             if len(self.dataset.sizes[n]) == 0:
-                raise KosumiError(f"{self.o.data}: no {n}x{n} positions to train on")
+                raise KosumiError(f"{self.o.data_name}: no {n}x{n} positions to train on")
 
     def _total_steps(self) -> int:
         o = self.o
@@ -433,7 +440,7 @@ class _Run:
         return {
             "created_by": "kosumi distill",
             "teacher": self.teacher,
-            "data": {"path": shareable_path(self.o.data), "content_hash": d.content_hash,
+            "data": {"path": _shareable_data(self.o), "content_hash": d.content_hash,
                      "positions": {str(n): c for n, c in d.counts().items()},
                      "train_positions": int(sum(len(i) for i in self.train_idx.values())),
                      "val_positions": int(sum(len(i) for i in self.val_idx.values())),
@@ -455,7 +462,7 @@ class _Run:
             save_checkpoint(self.paths.checkpoint, net, config=config)
             save_training_state(self.paths.state, net, self.optimizer, {
                 "step": step, "total_steps": self.total, "settings": self.settings,
-                "data": {"path": str(self.o.data), "content_hash": self.dataset.content_hash},
+                "data": {"path": self.o.data_name, "content_hash": self.dataset.content_hash},
                 "teacher": self.teacher, "net_config": config.to_dict(),
                 "elapsed_s": self.elapsed_before + (time.perf_counter() - self.t0),
             })

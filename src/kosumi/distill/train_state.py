@@ -19,6 +19,7 @@ import os
 import random
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +56,7 @@ COMPARED = ("student", "features", "head", "value", "board_sizes", "batch", "lr"
 class DistillOptions:
     """What ``kosumi distill`` was asked (None = default, or the saved value on --resume)."""
 
-    data: str | os.PathLike[str]
+    data: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]  # one label folder or several
     out: str | os.PathLike[str]
     teacher: str | None = None
     student: str | None = None
@@ -88,6 +89,18 @@ class DistillOptions:
     cache_dir: str | os.PathLike[str] | None = None
     progress: bool = True
     argv: list[str] = field(default_factory=lambda: list(sys.argv[1:]))
+
+    @property
+    def data_paths(self) -> list[str | os.PathLike[str]]:
+        """The label folders, one or several (``--data`` given more than once)."""
+        if isinstance(self.data, (str, os.PathLike)):
+            return [self.data]
+        return list(self.data)
+
+    @property
+    def data_name(self) -> str:
+        """The label folders as messages name them: ``A`` or ``A + B``."""
+        return " + ".join(os.fspath(p) for p in self.data_paths)
 
 
 @dataclass
@@ -292,7 +305,7 @@ def new_settings(options: DistillOptions, dataset: DistillDataset,
     if unknown:
         raise KosumiError(f"--size-weights: board size {unknown[0]} is not trained (sizes "
                           f"{', '.join(map(str, sizes))})")
-    data = str(options.data)
+    data = options.data_name
     s["ownership_weight"] = _output_weight(options.ownership_weight, DEFAULT_OWNERSHIP_WEIGHT,
                                            dataset.has_ownership, head, "ownership", data)
     s["score_weight"] = _output_weight(options.score_weight, DEFAULT_SCORE_WEIGHT,

@@ -6,7 +6,9 @@
 Prints one JSON object with, per board size: mean and max KL(KataGo || model) over the policy
 (legal points + pass), top-1 and top-5 agreement (KataGo's best move among the model's k best),
 mean |winrate difference| (side to move; noResult counts half), and, when the model has them,
-mean |score lead difference| and ownership mean absolute error. The reference outputs are
+mean |score lead difference|, the least-squares slope of the model's score lead on KataGo's
+(1: the same scale; 2: leads twice KataGo's), and ownership mean absolute error. The reference
+outputs are
 KataGo's `kata-raw-nn 0` on ../shared/reference/katago-g170-b6c96/raw_nn.jsonl (White's view,
 converted here). Used for the KataGo loader (issue: teachers) and for distilled students.
 """
@@ -32,6 +34,16 @@ REFERENCE = ROOT.parent / "shared" / "reference" / "katago-g170-b6c96" / "raw_nn
 def sig(x: float) -> float:
     """Four significant digits (tiny errors stay visible)."""
     return float(f"{float(x):.4g}")
+
+
+def slope(pairs: list[tuple[float, float]]) -> float | None:
+    """The least-squares slope of y on x over (x, y) pairs; None without spread in x."""
+    if len(pairs) < 2:
+        return None
+    x, y = np.array(pairs, dtype=np.float64).T
+    dx = x - x.mean()
+    denom = float(dx @ dx)
+    return sig(float(dx @ (y - y.mean())) / denom) if denom > 0 else None
 
 
 def state_of(record: dict) -> GameState:
@@ -64,6 +76,7 @@ def agreement(model: str, reference: Path, symmetries: int = 1, threads: int = 1
             evals.extend(evaluator.evaluate(states[i : i + 32]))
         elapsed = time.perf_counter() - t0
         kls, top1, top5, dwin, dlead, down = [], [], [], [], [], []
+        leads: list[tuple[float, float]] = []  # (KataGo's, the model's)
         for r, s, e in zip(recs, states, evals, strict=True):
             k = r["katago_raw_nn"]
             ref = raw_nn_policy(k)
@@ -82,6 +95,7 @@ def agreement(model: str, reference: Path, symmetries: int = 1, threads: int = 1
             if e.score_lead is not None:
                 ref_lead = k["whiteLead"] if white else -k["whiteLead"]
                 dlead.append(abs(e.score_lead - ref_lead))
+                leads.append((ref_lead, float(e.score_lead)))
             if e.ownership is not None:
                 ref_own = np.array(k["whiteOwnership"]) * (1 if white else -1)
                 down.append(float(np.mean(np.abs(e.ownership - ref_own))))
@@ -93,6 +107,7 @@ def agreement(model: str, reference: Path, symmetries: int = 1, threads: int = 1
             "top5": sig(np.mean(top5)),
             "winrate_mae": sig(np.mean(dwin)),
             "score_lead_mae": sig(np.mean(dlead)) if dlead else None,
+            "score_lead_slope": slope(leads),
             "ownership_mae": sig(np.mean(down)) if down else None,
             "evals_per_s": sig(len(recs) / elapsed),
         }
@@ -123,15 +138,15 @@ def main() -> int:
 def markdown(rows: list[dict]) -> str:
     """One line per backend and board size: the figures of ``agreement``."""
     lines = ["| model | backend | board | KL mean | KL max | top-1 | winrate MAE | lead MAE | "
-             "ownership MAE |", "|---|---|---|---|---|---|---|---|---|"]
+             "lead slope | ownership MAE |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         for key, v in r.items():
             if not key.endswith(tuple(f"x{n}" for n in range(2, 20))) or not isinstance(v, dict):
                 continue
             lines.append(f"| {Path(r['model']).name} | {r['backend']} | {key} | "
                          f"{v['policy_kl_mean']:.2g} | {v['policy_kl_max']:.2g} | "
-                         f"{v['top1']:.3f} | {v['winrate_mae']:.2g} | {v['score_lead_mae']:.2g} | "
-                         f"{v['ownership_mae']:.2g} |")
+                         f"{v['top1']:.3f} | {v['winrate_mae']:.2g} | {v['score_lead_mae']} | "
+                         f"{v['score_lead_slope']} | {v['ownership_mae']} |")
     return "\n".join(lines)
 
 

@@ -437,7 +437,8 @@ def distill_command(
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:K."),
     precision: str = typer.Option(
         "fp32", "--precision", help="fp32 (bitwise reproducible), bf16 (autocast, channels-"
-        "last: ~1.5-2x on CPUs with bf16) or auto (bf16 where the hardware has it)."),
+        "last: ~1.5-2x on CPUs with bf16, emulated and ~7x slower on others) or auto (bf16 "
+        "where the hardware has it)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run saved at --out."),
     init: str | None = typer.Option(
         None, "--init", help="Start from this checkpoint's weights (or 'default'): fine-tune."),

@@ -10,7 +10,12 @@ import torch
 from helpers import distill_options, make_label_folder
 from typer.testing import CliRunner
 
-from kosumi.distill.precision import Precision, cpu_has_bf16, resolve_precision
+from kosumi.distill.precision import (
+    Precision,
+    cpu_has_bf16,
+    emulation_warning,
+    resolve_precision,
+)
 from kosumi.distill.train import DistillOptions, distill
 from kosumi.errors import KosumiError
 from kosumi.nets.checkpoint import read_checkpoint
@@ -112,3 +117,24 @@ def test_cli_refuses_an_unknown_precision_in_one_line(labels, tmp_path):
     assert res.output == ("kosumi: error: --precision must be one of fp32, bf16, auto, not "
                           "'fp16'\n")
     assert not (tmp_path / "x.safetensors").exists()
+
+
+def test_bf16_without_native_bf16_warns_once_even_when_quiet(labels, tmp_path, monkeypatch,
+                                                            capsys):
+    """The oracle is the CPU's own flags (test above): where oneDNN has no bf16, an explicit
+    bf16 run says, on stderr and despite progress=False, that it is emulated; fp32 and native
+    bf16 say nothing."""
+    import kosumi.distill.precision as prec
+
+    assert emulation_warning(Precision("fp32"), CPU) is None
+    monkeypatch.setattr(prec, "cpu_has_bf16", lambda: True)
+    assert emulation_warning(Precision("bf16"), CPU) is None
+    monkeypatch.setattr(prec, "cpu_has_bf16", lambda: False)
+    line = emulation_warning(Precision("bf16"), CPU)
+    assert line is not None and "AVX512-BF16" in line and "--precision auto" in line
+    out = tmp_path / "s.safetensors"
+    distill(_opts(labels, out, steps=2, eval_every=2))
+    err = capsys.readouterr().err
+    assert err.count("kosumi: warning: --precision bf16") == 1, err
+    distill(_opts(labels, tmp_path / "f.safetensors", precision="auto", steps=2, eval_every=2))
+    assert "warning" not in capsys.readouterr().err

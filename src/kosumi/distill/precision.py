@@ -83,3 +83,14 @@ def resolve_precision(choice: str, device: torch.device) -> Precision:
     if choice == "bf16" and device.type not in ("cpu", "cuda"):
         raise KosumiError(f"--precision bf16: not available on device {device}")
     return Precision(choice, device.type)
+
+
+def emulation_warning(precision: Precision, device: torch.device) -> str | None:
+    """One line for a bf16 run on hardware without bf16 (autocast then emulates it: 7.4x slower
+    than fp32 on an AVX2 EPYC, ``benchmarks/RESULTS.md``); None when bf16 is native or unused."""
+    if precision.name != "bf16" or device_has_bf16(device):
+        return None
+    what = "this CPU has no bf16 instructions (AVX512-BF16, AMX)" if device.type == "cpu" \
+        else f"device {device} has no native bf16"
+    return (f"kosumi: warning: --precision bf16: {what}, so autocast emulates it, several "
+            "times slower than fp32; --precision auto takes fp32 here")

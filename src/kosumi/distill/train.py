@@ -101,7 +101,7 @@ from kosumi.distill.metrics_log import (
     remove_metrics_log,
     truncate_metrics_log,
 )
-from kosumi.distill.precision import resolve_precision
+from kosumi.distill.precision import emulation_warning, resolve_precision
 from kosumi.distill.train_state import (
     COMPARED,
     DEFAULTS,
@@ -303,6 +303,9 @@ class _Run:
                 raise KosumiError(f"--threads must be at least 1, not {options.threads}")
             torch.set_num_threads(options.threads)
         self.precision = resolve_precision(options.precision, ctx.device)  # before any work
+        warning = emulation_warning(self.precision, ctx.device)
+        if warning and ctx.is_main:  # even with --quiet: it can cost hours
+            print(warning, file=sys.stderr)
         self.store = _open_store(options, store)
 
     def log(self, message: str) -> None:

@@ -21,6 +21,7 @@ from kosumi.quantize.calibration import (
     activation_range,
     check_sizes,
     read_calibration,
+    read_calibration_for,
     spread,
 )
 
@@ -41,6 +42,30 @@ def test_check_sizes():
     assert [s.size for s in keep] == [9, 19, 9] and left_out == 1
     with pytest.raises(KosumiError, match="calib: calibration positions of 13x13"):
         check_sizes([GameState(13)], [9, 19], "calib")
+
+
+def test_a_large_set_replays_only_the_positions_it_keeps(tmp_path, monkeypatch):
+    """The oracle: every position replayed, those of the net's sizes kept, then spread (the
+    old reading). The new one picks the same positions, moves for moves, and replays only
+    those ``limit``: a 660k-position label folder no longer costs minutes."""
+    from kosumi.distill.positions import Position, write_positions
+    from kosumi.runtime.bench import bench_states
+
+    states = bench_states(9, 40, seed=1) + bench_states(13, 7, seed=2) + bench_states(19, 9,
+                                                                                   seed=3)
+    write_positions(tmp_path / "pos", [Position.from_state(s, f"g:{i}")
+                                       for i, s in enumerate(states)])
+    whole = [s for s in read_calibration(tmp_path / "pos", None) if s.size in (9, 19)]
+    want = spread(whole, 11)
+    replayed = []
+    real = Position.to_state
+    monkeypatch.setattr(Position, "to_state",
+                        lambda self: replayed.append(1) or real(self))  # type: ignore[func-returns-value]
+    got, skipped = read_calibration_for(tmp_path / "pos", [9, 19], 11)
+    assert skipped == 7 and len(replayed) == 11
+    assert [(s.size, s.moves) for s in got] == [(s.size, s.moves) for s in want]
+    with pytest.raises(KosumiError, match="which the net does not play"):
+        read_calibration_for(tmp_path / "pos", [7], 11)
 
 
 def test_value_stats_by_hand():

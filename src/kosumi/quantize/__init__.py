@@ -46,7 +46,7 @@ def quantize_model(source: str | os.PathLike[str], out: str | os.PathLike[str],
     from kosumi.fileio import output_errors
     from kosumi.nets.checkpoint import save_checkpoint
     from kosumi.nets.formats import read_net
-    from kosumi.quantize.calibration import check_sizes, read_calibration, spread
+    from kosumi.quantize.calibration import read_calibration_for
 
     ckpt = read_net(source, what="quantize")
     states: list[GameState] = []
@@ -56,12 +56,10 @@ def quantize_model(source: str | os.PathLike[str], out: str | os.PathLike[str],
         if calib is None:
             raise KosumiError("--bits 8 needs --calib POSITIONS (a positions or label folder, "
                               "or a JSON Lines file)")
-        states, skipped = check_sizes(read_calibration(calib, None), ckpt.config.board_sizes,
-                                      str(calib))
+        states, skipped = read_calibration_for(calib, ckpt.config.board_sizes, calib_limit)
         if skipped and progress:
             progress(f"{calib}: {skipped} positions of board sizes the net does not play left "
                      "out")
-        states = spread(states, calib_limit)
     qat: QatStage | None = None
     if qat_data is not None:
         if options.bits != 8:

@@ -24,14 +24,17 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
+
+T = TypeVar("T")
 
 METHODS = ("minmax", "percentile", "mse")
 SAMPLE = 400_000  # magnitudes kept per value (seeded sub-sample)
@@ -42,51 +45,74 @@ def read_calibration(path: str | os.PathLike[str], limit: int | None = 512) -> l
     """Up to ``limit`` positions of a positions folder, a label folder or a JSON Lines file,
     evenly spread over it (see the module docstring). KosumiError for a missing, unreadable or
     empty set."""
-    path = Path(path)
+    return [_state_of(i) for i in spread(_calibration_items(Path(path)), limit)]
+
+
+def read_calibration_for(path: str | os.PathLike[str], board_sizes: Sequence[int],
+                         limit: int | None = 512) -> tuple[list[GameState], int]:
+    """(Up to ``limit`` positions of the set at ``path`` evenly spread over those of the net's
+    ``board_sizes``, how many of other sizes were left out). Positions are chosen before they
+    are replayed, so a set of 660k positions costs what its chosen 512 do (replaying them all
+    took minutes). KosumiError as ``read_calibration``, and for a set of other sizes only."""
+    keep, skipped = check_sizes(_calibration_items(Path(path)), list(board_sizes), str(path))
+    return [_state_of(i) for i in spread(keep, limit)], skipped
+
+
+def _calibration_items(path: Path) -> list[Any]:
+    """A set's positions (``Position`` of a folder, ``GameState`` of a JSON Lines file), not
+    yet replayed; KosumiError for a missing, unreadable or empty set."""
     if not path.exists():
         raise KosumiError(f"{path}: no such calibration set (a positions or label folder, or a "
                           "JSON Lines file of positions)")
-    if path.is_dir():
-        manifest = path / "manifest.json"
-        try:
-            fmt = json.loads(manifest.read_text()).get("format")
-        except (OSError, ValueError):
-            raise KosumiError(f"{path}: not a positions or label folder (no readable "
-                              "manifest.json)") from None
-        if fmt == "kosumi-labels":
-            from kosumi.distill.labels import LabelStore
+    items = _read_items(path)
+    if not items:
+        raise KosumiError(f"{path}: the calibration set is empty")
+    return items
 
-            positions = [r.position for r in LabelStore(path).records()]
-        else:
-            from kosumi.distill.positions import PositionStore
 
-            positions = list(PositionStore(path).positions())
-        states = [p.to_state() for p in positions]
-    else:
+def _read_items(path: Path) -> list[Any]:
+    if not path.is_dir():
         from kosumi.runtime.analyze import read_queries
 
-        states = [p.state for p in read_queries(path)]
-    if not states:
-        raise KosumiError(f"{path}: the calibration set is empty")
-    return spread(states, limit)
+        return [p.state for p in read_queries(path)]
+    manifest = path / "manifest.json"
+    try:
+        fmt = json.loads(manifest.read_text()).get("format")
+    except (OSError, ValueError):
+        raise KosumiError(f"{path}: not a positions or label folder (no readable "
+                          "manifest.json)") from None
+    if fmt == "kosumi-labels":
+        from kosumi.distill.labels import LabelStore
+
+        return [pos for shard in LabelStore(path).shards() for pos in shard.positions]
+    from kosumi.distill.positions import PositionStore
+
+    return list(PositionStore(path).positions())
 
 
-def spread(states: list[GameState], limit: int | None) -> list[GameState]:
-    """At most ``limit`` of ``states``, evenly spread over them (never a fixed stride, which
-    could keep the positions of one side to move only)."""
+def _size_of(item: Any) -> int:
+    return int(item.size if isinstance(item, GameState) else item.board_size)
+
+
+def _state_of(item: Any) -> GameState:
+    return item if isinstance(item, GameState) else item.to_state()
+
+
+def spread(states: list[T], limit: int | None) -> list[T]:
+    """At most ``limit`` of ``states`` (or positions), evenly spread over them (never a fixed
+    stride, which could keep the positions of one side to move only)."""
     if limit is None or len(states) <= limit:
         return states
     idx = np.unique(np.linspace(0, len(states) - 1, limit).round().astype(int))
     return [states[i] for i in idx]
 
 
-def check_sizes(states: list[GameState], board_sizes: list[int], source: str
-                ) -> tuple[list[GameState], int]:
-    """The positions of the board sizes the net plays, and how many others were left out;
-    KosumiError when none is of a size it plays."""
-    keep = [s for s in states if s.size in board_sizes]
+def check_sizes(states: list[T], board_sizes: list[int], source: str) -> tuple[list[T], int]:
+    """The positions (``GameState`` or ``Position``) of the board sizes the net plays, and how
+    many others were left out; KosumiError when none is of a size it plays."""
+    keep = [s for s in states if _size_of(s) in board_sizes]
     if not keep:
-        sizes = sorted({s.size for s in states})
+        sizes = sorted({_size_of(s) for s in states})
         raise KosumiError(f"{source}: calibration positions of "
                           f"{','.join(f'{n}x{n}' for n in sizes)}"
                           f", which the net does not play (it plays "

@@ -455,8 +455,7 @@ def distill_command(
 
     try:
         options = DistillOptions(
-            data=data[0] if len(data) == 1 else data, out=out, teacher=teacher,
-            student=student, features=features, head=head,
+            data=data, out=out, teacher=teacher, student=student, features=features, head=head,
             value=value, value_pool=value_pool,
             board_sizes=parse_board_sizes(board_sizes) if board_sizes else None,
             steps=steps, epochs=epochs, batch=batch, lr=lr, weight_decay=weight_decay,

@@ -373,6 +373,9 @@ def label_command(
         "by the folder once started)."),
     allow_mixed_teachers: bool = typer.Option(
         False, "--allow-mixed-teachers", help="Allow adding labels from a different teacher."),
+    visits: int = typer.Option(
+        0, "--visits", min=0, help="Policy target from the teacher's own MCTS of this many "
+        "visits (0: its raw policy)."),
 ) -> None:
     """Label positions with a teacher's policy, value (W/L/NR), score lead and ownership."""
     from kosumi.distill.labels import label_positions
@@ -382,7 +385,7 @@ def label_command(
                                 chunk_size=shard_size, workers=workers, threads=threads,
                                 backend=backend, device=None if device == "cpu" else device,
                                 allow_mixed_teachers=allow_mixed_teachers, progress=True,
-                                ray=ray)
+                                ray=ray, visits=visits)
     except KosumiError as e:
         fail(str(e))
     typer.echo(f"{out}: labelled {stats.labelled} positions in {stats.shards} shards; "

@@ -287,6 +287,88 @@ def test_several_folders_read_as_the_one_folder_labelled_with_both(tmp_path):
         LabelUnion([tmp_path / "x", tmp_path / "y", tmp_path / "x"])
 
 
+class DecoyTeacher(UniformEvaluator):
+    """Value from the area count; policy 0.5 on E5 (point 40), 0.2 on C7 (20) where legal, the
+    rest spread evenly over the other legal moves."""
+
+    def evaluate(self, states):
+        out = super().evaluate(states)
+        for e in out:
+            p = e.policy.astype(np.float64) * 0.3 / e.policy.sum()
+            for point, share in ((40, 0.5), (20, 0.2)):
+                if p[point] > 0:
+                    p[point] += share
+            e.policy = (p / p.sum()).astype(np.float32)
+        return out
+
+
+def capture_position() -> GameState:
+    """Hand-made 9x9 position, Black to move: White's six corner stones (A9-C9, A8-C8) have
+    one liberty left, C7; Black captures them there (point 2 * 9 + 2 = 20)."""
+    state = GameState(9, 7.0)
+    for r, c in [(0, 3), (0, 0), (1, 3), (0, 1), (2, 0), (0, 2), (2, 1), (1, 0), (8, 8), (1, 1),
+                 (8, 6), (1, 2)]:
+        state.play(r * 9 + c)
+    return state
+
+
+def test_search_targets_find_the_capture_the_raw_policy_does_not(tmp_path):
+    """Oracle: a hand-made position with one winning move. A network-free teacher (value from
+    the area count; policy 0.5 on the empty centre E5, 0.2 on the capture, the rest spread)
+    labels it: its raw policy's top move is E5, the search target of 64 visits puts most of
+    its mass on the capture. Every target is a distribution of whole visits over legal moves,
+    and value, score and ownership are the raw labels'."""
+    state = capture_position()
+    assert state.to_move == 1 and state.legal_mask()[20] and state.legal_mask()[40]
+    positions = [Position.from_state(state, "capture"), *random_games(9, 2, 12, 8)]
+    pos = tmp_path / "pos"
+    write_positions(pos, positions)
+    teacher = DecoyTeacher()
+    info = {"name": "decoy", "format": "evaluator", "sha256": None, "symmetries": 1}
+    label_positions(teacher, pos, tmp_path / "raw", teacher_info=info)
+    label_positions(teacher, pos, tmp_path / "search", teacher_info=info, visits=64)
+    raw = {r.position.source + str(r.key): r for r in LabelStore(tmp_path / "raw").records()}
+    searched = LabelStore(tmp_path / "search")
+    assert searched.teacher["visits"] == 64 and "visits" not in LabelStore(tmp_path / "raw").teacher
+    records = list(searched.records())
+    assert len(records) == len(raw)
+    for rec in records:
+        base = raw[rec.position.source + str(rec.key)]
+        legal = np.append(rec.position.to_state().legal_mask(), True)
+        assert rec.policy.sum() == pytest.approx(1.0, abs=1e-5)
+        assert not rec.policy[~legal].any()
+        visits = rec.policy * 63  # the root's 64 visits less its own evaluation
+        np.testing.assert_allclose(visits, np.round(visits), atol=1e-3)
+        np.testing.assert_array_equal(rec.value, base.value)
+        assert rec.score_lead == base.score_lead
+        np.testing.assert_array_equal(rec.ownership, base.ownership)
+        if rec.position.source == "capture":
+            assert int(np.argmax(base.policy)) == 40 and base.policy[20] < 0.25
+            assert int(np.argmax(rec.policy)) == 20 and rec.policy[20] > 0.5
+    # a raw-policy teacher cannot add labels to the search folder unasked
+    write_positions(pos, random_games(9, 1, 5, seed=9))
+    with pytest.raises(KosumiError, match="--allow-mixed-teachers") as e:
+        label_positions(teacher, pos, tmp_path / "search", teacher_info=info)
+    assert "search of 64 visits" in str(e.value)
+    with pytest.raises(KosumiError, match="--visits must be >= 0"):
+        label_positions(teacher, pos, tmp_path / "x", teacher_info=info, visits=-1)
+
+
+def test_raw_and_search_labels_of_one_net_train_together(tmp_path):
+    """``kosumi distill --data RAW --data SEARCH``: the same net's raw and search labels are
+    one teacher to the union (its file), the CLI writes the search folder."""
+    net = make_net(tmp_path / "t.safetensors", seed=4)
+    pos = tmp_path / "pos"
+    write_positions(pos, random_games(9, 1, 8, seed=5))
+    label_positions(net, pos, tmp_path / "raw")
+    result = CliRunner().invoke(app, ["label", "--teacher", str(net), "--positions", str(pos),
+                                      "--out", str(tmp_path / "search"), "--visits", "8"])
+    assert result.exit_code == 0, result.output
+    union = LabelUnion([tmp_path / "raw", tmp_path / "search"])
+    assert len(union) == 2 * len(PositionStore(pos))
+    assert LabelStore(tmp_path / "search").teacher["visits"] == 8
+
+
 def test_bad_input_is_one_line_exit_2(data, tmp_path):
     _, positions = data
     runner = CliRunner()

@@ -36,8 +36,16 @@ Label folder layout (see ``kosumi.distill.shards``)::
         score_lead float32 [M]       (only when the teacher has it)
         ownership  float32 [M, N*N]  (only when the teacher has it)
 
-A second teacher (another file, format or symmetry count) may add labels to a folder only with
-``allow_mixed_teachers=True``; the manifest then says so, and each shard names its teacher.
+Search targets (``visits`` > 0, ``kosumi label --visits N``): the policy stored is the teacher's
+own short search instead of its raw policy -- kosumi's MCTS with the teacher's net, N root
+visits, a fresh tree, no noise -- as its root's child visits over the N*N+1 moves (KataGo trains
+its policy head on such visit distributions, which is how a student can come to play better than
+its teacher's raw policy). Value, score lead and ownership stay the raw net's. The visits are part
+of the teacher's identity (``"visits": N``), so a folder holds one kind of policy; train on both
+kinds with ``kosumi distill --data RAW --data SEARCH``.
+
+A second teacher (another file, format, symmetry count or visits) may add labels to a folder only
+with ``allow_mixed_teachers=True``; the manifest then says so, and each shard names its teacher.
 """
 
 from __future__ import annotations
@@ -66,7 +74,7 @@ LABELS_FORMAT = "kosumi-labels"
 DEFAULT_CHUNK_SIZE = 4096
 DEFAULT_BATCH = 256
 #: the fields of a teacher's identity that decide whether two teachers are the same
-IDENTITY_FIELDS = ("format", "sha256", "symmetries")
+IDENTITY_FIELDS = ("format", "sha256", "symmetries", "visits")  # no "visits": the raw policy
 
 
 # ---------------------------------------------------------------------------- records
@@ -155,14 +163,49 @@ def teacher_outputs(evaluator: Evaluator, states: Sequence[GameState]) -> Teache
                         score_lead=score, ownership=own)
 
 
+def search_batch(visits: int) -> int:
+    """Leaves a search target's MCTS evaluates together: 1 for a few visits, up to 8."""
+    return max(1, min(8, visits // 8))
+
+
+def search_policies(evaluator: Evaluator, states: Sequence[GameState],
+                    visits: int) -> np.ndarray:
+    """The teacher's short search at each of same-size ``states`` (see the module docstring):
+    float32 [B, N*N+1], its root's child visits as a distribution (pass last). A state where
+    the search visits no move (the game is over) gets all zeros: the caller keeps the raw
+    policy there."""
+    from kosumi.engine.mcts import MCTS, SearchConfig
+    from kosumi.go.coords import PASS
+
+    n = states[0].size
+    out = np.zeros((len(states), n * n + 1), dtype=np.float64)
+    mcts = MCTS(evaluator, SearchConfig(visits=visits, batch=search_batch(visits),
+                                        reuse_tree=False, seed=0))
+    for i, state in enumerate(states):
+        mcts.clear()
+        for m in mcts.search(state).moves:
+            out[i, n * n if m.move == PASS else m.move] += m.visits
+    total = out.sum(axis=1, keepdims=True)
+    np.divide(out, total, out=out, where=total > 0)
+    return out.astype(np.float32)
+
+
 def label_states(evaluator: Evaluator, states: Sequence[GameState],
                  batch: int = DEFAULT_BATCH,
-                 on_batch: Callable[[int], None] | None = None) -> TeacherBatch:
-    """``teacher_outputs`` over same-size ``states`` in batches of ``batch``, concatenated."""
+                 on_batch: Callable[[int], None] | None = None,
+                 visits: int = 0) -> TeacherBatch:
+    """``teacher_outputs`` over same-size ``states`` in batches of ``batch``, concatenated;
+    with ``visits`` > 0 the policies are ``search_policies`` (the raw one where the search
+    has none)."""
     parts = []
     for start in range(0, len(states), max(1, batch)):
         chunk = states[start : start + max(1, batch)]
-        parts.append(teacher_outputs(evaluator, chunk))
+        part = teacher_outputs(evaluator, chunk)
+        if visits > 0:
+            searched = search_policies(evaluator, chunk, visits)
+            found = searched.sum(axis=1) > 0
+            part.policy[found] = searched[found]
+        parts.append(part)
         if on_batch is not None:
             on_batch(len(chunk))
 
@@ -185,7 +228,9 @@ def same_teacher(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def _describe_teacher(t: dict[str, Any]) -> str:
     sha = str(t.get("sha256") or "")[:12]
-    return f"{t.get('name')} ({t.get('format')}, sha256 {sha}..., symmetries {t.get('symmetries')})"
+    policy = f", search of {t['visits']} visits" if t.get("visits") else ""
+    return (f"{t.get('name')} ({t.get('format')}, sha256 {sha}..., symmetries "
+            f"{t.get('symmetries')}{policy})")
 
 
 # ---------------------------------------------------------------------------- reading
@@ -400,7 +445,8 @@ def _encode_label_shard(items: Sequence[tuple[int, Position]], out: TeacherBatch
 
 
 def _label_items(evaluator: Evaluator, items: Sequence[tuple[int, Position]], batch: int,
-                 on_batch: Callable[[int], None] | None = None) -> tuple[bytes, bool, bool]:
+                 visits: int, on_batch: Callable[[int], None] | None = None
+                 ) -> tuple[bytes, bool, bool]:
     from kosumi.distill.dataset import replay_positions
 
     # positions of one game share their move prefixes: replay each prefix once, not every
@@ -409,16 +455,16 @@ def _label_items(evaluator: Evaluator, items: Sequence[tuple[int, Position]], ba
     for i, state in replay_positions([p for _, p in items]):
         replayed[i] = state
     states = [s for s in replayed if s is not None]
-    out = label_states(evaluator, states, batch=batch, on_batch=on_batch)
+    out = label_states(evaluator, states, batch=batch, on_batch=on_batch, visits=visits)
     return (_encode_label_shard(items, out), out.score_lead is not None,
             out.ownership is not None)
 
 
-def _unit_label(teacher: Evaluator, job: tuple[list[tuple[int, Position]], int]
+def _unit_label(teacher: Evaluator, job: tuple[list[tuple[int, Position]], int, int]
                 ) -> tuple[bytes, bool, bool]:
-    """A unit on a worker (``TeacherJobs``): its positions and the batch size."""
-    items, batch = job
-    return _label_items(teacher, items, batch)
+    """A unit on a worker (``TeacherJobs``): its positions, the batch size and the visits."""
+    items, batch, visits = job
+    return _label_items(teacher, items, batch, visits)
 
 
 def label_positions(
@@ -438,6 +484,7 @@ def label_positions(
     progress: bool = False,
     max_shards: int | None = None,
     ray: str | None = None,
+    visits: int = 0,
 ) -> LabelStats:
     """Label every position of ``positions`` with ``teacher`` into the folder ``out``.
 
@@ -455,6 +502,8 @@ def label_positions(
                   another backend
     allow_mixed_teachers  allow adding labels from a teacher other than the folder's
     max_shards    stop after writing this many shards (tests; None = all)
+    visits        > 0: the policy is the teacher's search of this many visits (module
+                  docstring); 0: its raw policy
 
     Resumable (see the module docstring). KosumiError (one line) on a missing or corrupted
     input, a manifest mismatch, a teacher that does not play a board size, or a mixed teacher.
@@ -463,6 +512,8 @@ def label_positions(
         raise KosumiError(f"--batch must be at least 1, not {batch}")
     if not 1 <= int(symmetries) <= 8:
         raise KosumiError(f"--symmetries must be 1..8, not {symmetries}")
+    if visits < 0:
+        raise KosumiError(f"--visits must be >= 0 (0: the raw policy), not {visits}")
     store = PositionStore(positions)
     with TeacherJobs.open(teacher, sizes=store.board_sizes(),
                           where=f"{store.dir.manifest_path} (positions of that board size)",
@@ -473,11 +524,12 @@ def label_positions(
         stats = LabelStats(total=len(store), backend=jobs.backend_label)
         with labels.lock():
             chunk = _label_chunk_size(labels, chunk_size)
-            writer = _LabelWriter(labels, jobs.identity, allow_mixed_teachers, stats)
+            identity = dict(jobs.identity, **({"visits": int(visits)} if visits else {}))
+            writer = _LabelWriter(labels, identity, allow_mixed_teachers, stats)
             units = _pending_units(store, labels, chunk, stats)
             if max_shards is not None:
                 units = units[:max_shards]
-            _label_units(jobs, store, units, writer, batch, progress)
+            _label_units(jobs, store, units, writer, batch, visits, progress)
     return stats
 
 
@@ -545,17 +597,17 @@ class _LabelWriter:
 
 
 def _label_units(jobs: TeacherJobs, store: PositionStore, units: list[_Unit],
-                 writer: _LabelWriter, batch: int, progress: bool) -> None:
+                 writer: _LabelWriter, batch: int, visits: int, progress: bool) -> None:
     """Run the teacher on ``units`` wherever ``jobs`` says, committing them in order."""
     from kosumi.progress import progress_bar
 
     cache: dict[int, list[tuple[int, Position]]] = {}
 
-    def job_of(u: _Unit) -> tuple[list[tuple[int, Position]], int]:
+    def job_of(u: _Unit) -> tuple[list[tuple[int, Position]], int, int]:
         if u.entry_index not in cache:  # one positions shard in memory at a time
             cache.clear()
             cache[u.entry_index] = store.read_shard(store.shards[u.entry_index])
-        return cache[u.entry_index][u.start : u.stop], batch
+        return cache[u.entry_index][u.start : u.stop], batch, visits
 
     todo = sum(u.stop - u.start for u in units)
     with progress_bar(todo, "labelling", unit="pos", enabled=progress) as bar:
@@ -570,8 +622,8 @@ def _label_units(jobs: TeacherJobs, store: PositionStore, units: list[_Unit],
             if not jobs.in_process:  # in this process, the bar moves per batch
                 bar.advance(u.stop - u.start, info=alive["text"])
 
-        def local(teacher: Evaluator, job: tuple[list[tuple[int, Position]], int]
+        def local(teacher: Evaluator, job: tuple[list[tuple[int, Position]], int, int]
                   ) -> tuple[bytes, bool, bool]:
-            return _label_items(teacher, job[0], job[1], on_batch=bar.advance)
+            return _label_items(teacher, job[0], job[1], job[2], on_batch=bar.advance)
 
         jobs.run(units, job_of, _unit_label, commit, local=local, on_workers=on_workers)

@@ -264,10 +264,13 @@ def match_command(
         move_timeout=move_timeout, sprt=sprt, max_moves=max_moves,
         referee_cmd=None if referee.strip().lower() in ("", "none") else referee,
         progress=True, console=Console(stderr=json_out), concurrency=concurrency,
-        openings=book,
+        openings=book, keep_on_stop=True,
     )
     if json_out:
         typer.echo(json.dumps(result.to_dict(), indent=2))
+    if result.stopped_by is not None:  # the finished games are out; exit as main() would
+        typer.echo(f"kosumi: {result.stopped_by}", err=True)
+        raise typer.Exit(130 if result.stopped_by == "interrupted" else 143)
 
 
 

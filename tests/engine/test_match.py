@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import random
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -304,3 +306,37 @@ def test_kosumi_resigns_a_hopeless_game_against_gnugo_through_the_arena(tmp_path
     assert second.first_color == "W" and second.end != "resign"  # won: it plays on
     assert second.winner == "W"
     assert result.counts()["first"]["wins"] == 1 and result.counts()["first"]["losses"] == 1
+
+
+@pytest.mark.parametrize(("sig", "code", "word", "concurrency"),
+                         [(signal.SIGTERM, 143, "terminated", 2),
+                          (signal.SIGINT, 130, "interrupted", 1)])
+def test_a_stopped_match_prints_its_finished_games(tmp_path: Path, sig, code, word, concurrency):
+    """`kill` (or Ctrl-C) of `kosumi match --json`: the exit code of the signal, one line and no
+    traceback, and the JSON of the games finished before it (the oracle: the SGF files the match
+    wrote as each game finished; a game being recorded at the signal may have its file and not
+    be counted, at most one per lane); the games in play are not counted."""
+    sgf = tmp_path / "sgf"
+    cmd = [sys.executable, "-m", "kosumi.cli", "match",
+           "--black", " ".join(fake_gtp("random", seed=1, pass_after=40)),
+           "--white", " ".join(fake_gtp("random", seed=2, pass_after=40)),
+           "--games", "400", "--size", "9", "--referee", "none", "--sgf-dir", str(sgf),
+           "--concurrency", str(concurrency), "--json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(sgf.glob("*.sgf"))) < 3:
+        time.sleep(0.1)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == f"kosumi: {word}"
+    result = json.loads(out)
+    files = sorted(int(p.stem.split("-")[1]) for p in sgf.glob("*.sgf"))
+    assert 3 <= len(result["games"]) < 400
+    counted = [g["index"] for g in result["games"]]
+    assert set(counted) <= set(files) and len(files) - len(counted) <= concurrency
+    assert counted == sorted(counted)
+    if concurrency == 1:  # one game at a time: the first games, in order
+        assert counted == files[: len(counted)]
+    assert result["stopped_by"] == word and result["stopped_early"]
+    assert sum(result["counts"]["colors"].values()) == len(counted)

@@ -77,7 +77,7 @@ from kosumi.engine.match_results import (
 )
 from kosumi.engine.openings import check_openings
 from kosumi.engine.referee import score_game
-from kosumi.errors import KosumiError
+from kosumi.errors import KosumiError, Terminated
 from kosumi.go.board import GameState, IllegalMove, default_komi
 from kosumi.go.coords import (
     BLACK,
@@ -318,6 +318,7 @@ def play_match(
     referee_timeout: float = 300.0,
     concurrency: int = 1,
     openings: Sequence[Sequence[int]] | None = None,
+    keep_on_stop: bool = False,
 ) -> MatchResult:
     """Play ``games`` games between two GTP engines; see the module docstring.
 
@@ -326,7 +327,9 @@ def play_match(
     finished games by plain Tromp-Taylor (no dead-stone removal). ``startup_timeout`` bounds the
     first answer of a freshly started engine (model loading). ``concurrency``: games played at
     a time. ``openings``: move lists (points, Black first) that games start from (``_opening_of``
-    says which). Raises KosumiError for bad options or an engine that cannot be started or
+    says which). ``keep_on_stop``: Ctrl-C or SIGTERM (``Terminated``) during the games returns
+    the games finished so far, ``stopped_by`` naming the signal (the caller then stops); else
+    they propagate. Raises KosumiError for bad options or an engine that cannot be started or
     refuses the board size/komi.
     """
     size, komi, max_moves = _check_match_options(games, size, komi, move_timeout, max_moves,
@@ -373,14 +376,20 @@ def play_match(
                 return True
         return False
 
+    stopped_by = None
     try:
         _run_lanes(lanes, games, play, record)
+    except (KeyboardInterrupt, Terminated) as e:  # keep the finished games; the caller stops
+        if not keep_on_stop:
+            raise
+        stopped_by = "interrupted" if isinstance(e, KeyboardInterrupt) else "terminated"
+        stopped_early = True
     finally:
         for lane in lanes:
             lane.discard()
         shutil.rmtree(home, ignore_errors=True)
 
-    results.sort(key=lambda g: g.index)  # recorded as they finished
+    results = sorted(results, key=lambda g: g.index)  # recorded as they finished
     w, d, l_ = _first_wdl(results)
     if sprt is not None and sprt_result is None:
         sprt_result = _sprt(w, d, l_, sprt)
@@ -395,6 +404,7 @@ def play_match(
         elo=elo_estimate(w, d, l_),
         sprt=sprt_result,
         stopped_early=stopped_early,
+        stopped_by=stopped_by,
     )
     if progress:
         print_summary(result, console)

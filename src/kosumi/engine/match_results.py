@@ -80,6 +80,9 @@ class MatchResult:
     elo: EloEstimate
     sprt: SPRTResult | None
     stopped_early: bool
+    #: the signal that stopped the match ("interrupted": Ctrl-C, "terminated": SIGTERM); the
+    #: games are then those finished before it, the ones in play are not counted
+    stopped_by: str | None = None
 
     def counts(self) -> dict:
         """Wins/draws/losses per engine, per colour and per engine and colour."""
@@ -114,6 +117,7 @@ class MatchResult:
             "elo": self.elo.to_dict(),
             "sprt": self.sprt.to_dict() if self.sprt else None,
             "stopped_early": self.stopped_early,
+            "stopped_by": self.stopped_by,
         }
 
 
@@ -211,3 +215,7 @@ def print_summary(result: MatchResult, console: Console) -> None:
     if result.sprt is not None:
         console.print(str(result.sprt) + (" (stopped early)" if result.stopped_early else ""),
                       highlight=False, soft_wrap=True)
+    if result.stopped_by is not None:
+        console.print(f"[yellow]match {result.stopped_by}: the {len(result.games)} finished games "
+                      "above; the games in play were not counted[/yellow]", highlight=False,
+                      soft_wrap=True)

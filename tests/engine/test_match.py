@@ -308,11 +308,10 @@ def test_kosumi_resigns_a_hopeless_game_against_gnugo_through_the_arena(tmp_path
     assert result.counts()["first"]["wins"] == 1 and result.counts()["first"]["losses"] == 1
 
 
-@pytest.mark.parametrize(("sig", "code", "word", "concurrency"),
-                         [(signal.SIGTERM, 143, "terminated", 2),
-                          (signal.SIGINT, 130, "interrupted", 1)])
-def test_a_stopped_match_prints_its_finished_games(tmp_path: Path, sig, code, word, concurrency):
-    """`kill` (or Ctrl-C) of `kosumi match --json`: the exit code of the signal, one line and no
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_stopped_match_prints_its_finished_games(tmp_path: Path, concurrency):
+    """`kill` of `kosumi match --json` (Ctrl-C takes the same path; a background job ignores
+    SIGINT, so it is not sent here): exit 143, one line and no
     traceback, and the JSON of the games finished before it (the oracle: the SGF files the match
     wrote as each game finished; a game being recorded at the signal may have its file and not
     be counted, at most one per lane); the games in play are not counted."""
@@ -326,10 +325,10 @@ def test_a_stopped_match_prints_its_finished_games(tmp_path: Path, sig, code, wo
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list(sgf.glob("*.sgf"))) < 3:
         time.sleep(0.1)
-    proc.send_signal(sig)
+    proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == code, err
-    assert "Traceback" not in err and err.strip().splitlines()[-1] == f"kosumi: {word}"
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "kosumi: terminated"
     result = json.loads(out)
     files = sorted(int(p.stem.split("-")[1]) for p in sgf.glob("*.sgf"))
     assert 3 <= len(result["games"]) < 400
@@ -338,5 +337,5 @@ def test_a_stopped_match_prints_its_finished_games(tmp_path: Path, sig, code, wo
     assert counted == sorted(counted)
     if concurrency == 1:  # one game at a time: the first games, in order
         assert counted == files[: len(counted)]
-    assert result["stopped_by"] == word and result["stopped_early"]
+    assert result["stopped_by"] == "terminated" and result["stopped_early"]
     assert sum(result["counts"]["colors"].values()) == len(counted)

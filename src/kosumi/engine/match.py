@@ -393,19 +393,8 @@ def play_match(
     w, d, l_ = _first_wdl(results)
     if sprt is not None and sprt_result is None:
         sprt_result = _sprt(w, d, l_, sprt)
-    result = MatchResult(
-        first=first_label,
-        second=second_label,
-        first_command=first_args,
-        second_command=second_args,
-        size=size,
-        komi=float(komi),
-        games=results,
-        elo=elo_estimate(w, d, l_),
-        sprt=sprt_result,
-        stopped_early=stopped_early,
-        stopped_by=stopped_by,
-    )
+    result = MatchResult(first_label, second_label, first_args, second_args, size, float(komi),
+                         results, elo_estimate(w, d, l_), sprt_result, stopped_early, stopped_by)
     if progress:
         print_summary(result, console)
     return result

@@ -393,7 +393,8 @@ def label_command(
         fail(str(e))
     typer.echo(f"{out}: labelled {stats.labelled} positions in {stats.shards} shards; "
                f"{stats.already} were already labelled; {stats.total} positions in all "
-               f"(teacher on {stats.backend})")
+               f"(teacher on {stats.backend}; policy target: "
+               f"{f'its search of {visits} visits' if visits else 'its raw policy'})")
 
 
 # ----------------------------------------------------------------------------- distill (training)

@@ -217,6 +217,7 @@ def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
     r = runner.invoke(app, ["label", *args, "--out", str(killed)])
     assert r.exit_code == 0, r.output
     assert f"{done * 8} were already labelled" in r.output
+    assert "policy target: its raw policy" in r.output
     label_positions(net, positions, tmp_path / "clean", chunk_size=8, batch=2)
 
     keys = sorted(PositionStore(positions).keys())
@@ -364,6 +365,7 @@ def test_raw_and_search_labels_of_one_net_train_together(tmp_path):
     result = CliRunner().invoke(app, ["label", "--teacher", str(net), "--positions", str(pos),
                                       "--out", str(tmp_path / "search"), "--visits", "8"])
     assert result.exit_code == 0, result.output
+    assert "policy target: its search of 8 visits" in result.output
     union = LabelUnion([tmp_path / "raw", tmp_path / "search"])
     assert len(union) == 2 * len(PositionStore(pos))
     assert LabelStore(tmp_path / "search").teacher["visits"] == 8

@@ -45,17 +45,19 @@ def main() -> int:
         states = [state_of(r) for r in sel]
         strong = np.nan_to_num(np.stack([raw_nn_policy(r["katago_raw_nn"]) for r in sel]))
         best = strong.argmax(axis=1)
-        raw_right = teacher_outputs(teacher, states).policy.argmax(axis=1) == best
-        targets: list[tuple[str, np.ndarray | None, float]] = [("raw policy", None, 0.0)]
+        t0 = time.perf_counter()
+        raw = teacher_outputs(teacher, states).policy
+        raw_right = raw.argmax(axis=1) == best
+        targets = [("raw policy", raw, time.perf_counter() - t0)]
         for v in (int(x) for x in args.visits.split(",") if x.strip()):
             t0 = time.perf_counter()
             targets.append((f"search, {v} visits", search_policies(teacher, states, v),
                             time.perf_counter() - t0))
         for name, policy, seconds in targets:
-            top = (teacher_outputs(teacher, states).policy if policy is None else policy).argmax(1)
+            top = policy.argmax(axis=1)
             right = top == best
             prob = float(strong[np.arange(len(top)), top].mean())
-            paired = ("-" if policy is None
+            paired = ("-" if policy is raw
                       else f"{int((right & ~raw_right).sum())} / {int((raw_right & ~right).sum())}")
             print(f"| {n}x{n} | {len(sel)} | {name} | {right.mean():.3f} | {prob:.3f} | {paired} "
                   f"| {seconds:.1f} |", flush=True)

@@ -311,10 +311,10 @@ def test_kosumi_resigns_a_hopeless_game_against_gnugo_through_the_arena(tmp_path
 @pytest.mark.parametrize("concurrency", [1, 2])
 def test_a_stopped_match_prints_its_finished_games(tmp_path: Path, concurrency):
     """`kill` of `kosumi match --json` (Ctrl-C takes the same path; a background job ignores
-    SIGINT, so it is not sent here): exit 143, one line and no
-    traceback, and the JSON of the games finished before it (the oracle: the SGF files the match
-    wrote as each game finished; a game being recorded at the signal may have its file and not
-    be counted, at most one per lane); the games in play are not counted."""
+    SIGINT, so it is not sent here): exit 143, one line and no traceback, and the JSON of the
+    games finished before it (the oracle: the SGF files the match wrote as each game finished; a
+    game being recorded at the signal may have its file and not be counted, at most one per
+    lane); the games in play are not counted."""
     sgf = tmp_path / "sgf"
     cmd = [sys.executable, "-m", "kosumi.cli", "match",
            "--black", " ".join(fake_gtp("random", seed=1, pass_after=40)),

@@ -1,6 +1,6 @@
 """The embedded nets: shipped in the package, reachable by their names ``default`` (the
-teacher) and ``tiny`` (a 47 KB pack that beats KataGo's raw policy on 9x9), checked against KataGo's
-own outputs on the reference positions."""
+teacher; a set whose 19x19 net is ``default-19``) and ``tiny`` (a 47 KB pack that beats
+KataGo's raw policy on 9x9), checked against KataGo's own outputs on the reference positions."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 import numpy as np
 from helpers import katago_policy, replay_reference
 
-from kosumi.models import DEFAULT_MODEL, TINY_MODEL, resolve_model
+from kosumi.models import DEFAULT_19_MODEL, DEFAULT_MODEL, TINY_MODEL, resolve_model
 from kosumi.nets.checkpoint import read_checkpoint
 from kosumi.runtime import load_evaluator
 from kosumi.runtime.agreement import kl
@@ -37,6 +37,15 @@ def test_default_is_a_small_conv_student_of_katago():
     assert "g170" in json.dumps(config.provenance)  # distilled from KataGo's g170 net
 
 
+def test_default_plays_19x19_with_a_19x19_student_of_katago():
+    assert resolve_model("default-19") == DEFAULT_19_MODEL
+    assert DEFAULT_19_MODEL.stat().st_size <= 2_100_000
+    config = read_checkpoint(DEFAULT_19_MODEL).config
+    assert config.board_sizes == [19] and config.arch == "b6c64"
+    assert "g170" in json.dumps(config.provenance)
+    assert config.provenance["data"]["path"] == "runs/s33/lab"
+
+
 def test_default_agrees_with_katago_on_reference_positions(reference_positions):
     """A regression guard against the independent oracle (KataGo's own outputs): the shipped
     net's top-5 contains KataGo's best move on most 9x9 reference positions (the model card
@@ -60,6 +69,7 @@ def test_cli_accepts_default():
     info = subprocess.run([sys.executable, "-m", "kosumi", "inspect", "default", "--json"],
                           capture_output=True, text=True, timeout=120, check=True).stdout
     assert json.loads(info)["parameters"] > 0
+    assert "19x19 default-19.safetensors" in json.loads(info)["model_set"]
 
 
 def test_tiny_is_a_pack_of_at_most_64_kb():

@@ -4,6 +4,7 @@ one line."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -21,8 +22,9 @@ def game(index: int, first_color: str, winner: str | None, forfeit: bool = False
             "forfeit": {"color": "W", "kind": "timeout", "detail": ""} if forfeit else None}
 
 
-def write_match(path: Path, games: list[dict], second: str = "gnugo --level 10") -> Path:
-    path.write_text(json.dumps({"first": "kosumi", "second": second, "size": 9,
+def write_match(path: Path, games: list[dict], second: str = "gnugo --level 10",
+                size: int = 9) -> Path:
+    path.write_text(json.dumps({"first": "kosumi", "second": second, "size": size,
                                 "games": games}))
     return path
 
@@ -50,6 +52,19 @@ def test_games_are_summed_as_counted_by_hand(net, tmp_path):
     assert row["bytes"] == net.stat().st_size
     assert row["params"] == sum(p.numel() for p in load_net(net).parameters())
     assert row["opponent"] == "gnugo --level 10" and row["board_size"] == 9
+
+
+def test_a_model_set_is_the_net_that_played_the_size(tmp_path):
+    """The embedded ``default`` is a set (19x19: default-19): a 19x19 row names that net's file,
+    a 9x9 row the set's base."""
+    from kosumi.models import DEFAULT_19_MODEL, DEFAULT_MODEL
+
+    games = [game(1, "B", "B"), game(2, "W", "B")]
+    big = strength_row("default", "default", [write_match(tmp_path / "19.json", games, size=19)])
+    small = strength_row("default", "default", [write_match(tmp_path / "9.json", games)])
+    assert big["bytes"] == DEFAULT_19_MODEL.stat().st_size and big["board_size"] == 19
+    assert big["sha256"] == hashlib.sha256(DEFAULT_19_MODEL.read_bytes()).hexdigest()
+    assert small["sha256"] == hashlib.sha256(DEFAULT_MODEL.read_bytes()).hexdigest()
 
 
 def test_an_even_match_is_level(net, tmp_path):

@@ -92,11 +92,15 @@ class TeacherJobs:
              teacher_info: dict[str, Any] | None = None) -> TeacherJobs:
         """Check the options and the teacher (``where`` starts the error for a board size the
         teacher does not play; ``caller`` names the function for a misuse). ``teacher`` is a
-        model file, or an Evaluator (then ``teacher_info`` gives its identity, and ``workers``
-        must be 1 with no ``ray``)."""
+        model file (a model set: its net for ``sizes``), or an Evaluator (then ``teacher_info``
+        gives its identity, and ``workers`` must be 1 with no ``ray``)."""
         workers = check_workers(workers, ray)
         is_path = not isinstance(teacher, Evaluator)
+        sizes = list(sizes)
         if not isinstance(teacher, Evaluator):
+            from kosumi.models import resolve_model_for_sizes
+
+            teacher = resolve_model_for_sizes(teacher, sizes)  # a model set: the size's net
             identity = teacher_identity(teacher, symmetries)
             # on Ray the driver only checks the teacher (on its own CPU); the actors run it
             evaluator = open_teacher(teacher, symmetries, threads,

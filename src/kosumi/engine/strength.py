@@ -29,7 +29,7 @@ from typing import Any
 from kosumi.engine.elo import elo_estimate
 from kosumi.errors import KosumiError
 from kosumi.fileio import atomic_write, output_errors
-from kosumi.models import resolve_model
+from kosumi.models import resolve_model_for_sizes
 
 FORMAT, VERSION = "kosumi-strength", 1
 _SEED = re.compile(r"\s*--seed\s+\S+")  # matches differ by the opponent's seed only
@@ -91,9 +91,10 @@ def strength_row(name: str, model: str | os.PathLike[str],
 
     if not matches:
         raise KosumiError(f"{name}: no match results given")
-    file = resolve_model(model)
-    fmt, ckpt = read_model_file(file)
     counts = _count(matches)
+    size = counts.get("board_size")  # a model set: the net that played this size
+    file = resolve_model_for_sizes(model, [int(size)] if size else [])
+    fmt, ckpt = read_model_file(file)
     elo = elo_estimate(counts["wins"], counts["draws"], counts["losses"])
     return {"name": name, "model": str(model),
             "sha256": hashlib.sha256(file.read_bytes()).hexdigest(), "arch": ckpt.config.arch,

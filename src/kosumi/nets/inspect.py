@@ -29,16 +29,19 @@ from kosumi.errors import KosumiError
 
 def describe_model(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Describe any supported model file (see the module docstring). Raises KosumiError."""
-    from kosumi.models import resolve_model
+    from kosumi.models import resolve_model, resolve_model_set
     from kosumi.nets.formats import detect_file_format
 
+    model_set = resolve_model_set(path)
     path = resolve_model(path)
     fmt = detect_file_format(path)
     try:
         size = Path(path).stat().st_size
     except OSError as e:
         raise KosumiError(f"{path}: cannot read model file ({e.strerror or e})") from None
-    return {"file": str(path), "file_bytes": size, **fmt.describe(path)}
+    in_set = {} if model_set is None else {  # the set first; its base net is described
+        "model_set": f"{model_set.path.name}: {model_set.describe()}; below, its base"}
+    return {**in_set, "file": str(path), "file_bytes": size, **fmt.describe(path)}
 
 
 # ---------------------------------------------------------------------------- text form

@@ -7,7 +7,8 @@ such as ``.onnx``, as its config and the path -- and handed to the backend the o
 (``auto``: the fastest installed, ``runtime.backend.choose_backend``), under one
 ``NetEvaluator`` that does the encoding, masking, softmax, perspective, symmetries and the
 KataGo head's post-processing for every backend alike. A file no format claims gives one line:
-``FILE: unsupported model format (...)``.
+``FILE: unsupported model format (...)``. A model set (``default``, or a ``kosumi-model-set``
+manifest) opens as a ``SizeRouter``: each board size played by its own net.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 
 from kosumi.errors import KosumiError
-from kosumi.models import embedded_name, resolve_model
+from kosumi.models import DEFAULT_NAME, DEFAULT_SET, embedded_name, resolve_model, resolve_model_set
 from kosumi.nets.formats import ModelFormat, detect_format, read_model_file
 from kosumi.runtime.backend import choose_backend, make_backend
 from kosumi.runtime.evaluator import CachedEvaluator, Evaluator
@@ -70,5 +71,14 @@ def load_evaluator(path: str | os.PathLike[str], backend: str = "auto", threads:
     """
     options = LoadOptions(backend=backend, threads=threads, device=device,
                           symmetries=int(symmetries), precision=precision)
-    evaluator = open_evaluator(Path(os.fspath(path)), options, announce=announce)
+    model_set = resolve_model_set(path)
+    evaluator: Evaluator
+    if model_set is not None:
+        from kosumi.runtime.size_router import SizeRouter
+
+        name = DEFAULT_NAME if model_set.path == DEFAULT_SET else model_set.path.name
+        evaluator = SizeRouter(model_set, lambda file: open_evaluator(file, options, announce),
+                               name=name)
+    else:
+        evaluator = open_evaluator(Path(os.fspath(path)), options, announce=announce)
     return CachedEvaluator(evaluator, capacity=cache_size) if cache else evaluator

@@ -168,12 +168,14 @@ def build_report(model: str | os.PathLike[str], ref: str | os.PathLike[str] | No
     if table is not None:
         import hashlib
 
-        from kosumi.models import resolve_model
+        from kosumi.models import resolve_model_for_sizes
         from kosumi.viz.strength import strength_figure
 
         tick("the size-vs-strength curve")
         report.strength = table
-        mine = hashlib.sha256(resolve_model(model).read_bytes()).hexdigest()
+        size = table.get("board_size")  # a model set: its net for the table's board
+        mine = hashlib.sha256(resolve_model_for_sizes(model, [int(size)] if size else [])
+                              .read_bytes()).hexdigest()
         figs.append(Figure("strength", "strength", "strength against size",
                            strength_figure(table, highlight=mine),
                            f"Each net's matches against {table.get('opponent')} "

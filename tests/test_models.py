@@ -1,17 +1,25 @@
 """The embedded nets: shipped in the package, reachable by their names ``default`` (the
-teacher; a set whose 19x19 net is ``default-19``) and ``tiny`` (a 47 KB pack that beats
+teacher; a set of ``default-9`` and ``default-19``) and ``tiny`` (a 47 KB pack that beats
 KataGo's raw policy on 9x9), checked against KataGo's own outputs on the reference positions."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 from helpers import katago_policy, replay_reference
 
-from kosumi.models import DEFAULT_19_MODEL, DEFAULT_MODEL, TINY_MODEL, resolve_model
+from kosumi.models import (
+    DEFAULT_9_MODEL,
+    DEFAULT_19_MODEL,
+    DEFAULT_MODEL,
+    TINY_MODEL,
+    resolve_model,
+)
 from kosumi.nets.checkpoint import read_checkpoint
 from kosumi.runtime import load_evaluator
 from kosumi.runtime.agreement import kl
@@ -37,13 +45,19 @@ def test_default_is_a_small_conv_student_of_katago():
     assert "g170" in json.dumps(config.provenance)  # distilled from KataGo's g170 net
 
 
-def test_default_plays_19x19_with_a_19x19_student_of_katago():
-    assert resolve_model("default-19") == DEFAULT_19_MODEL
-    assert DEFAULT_19_MODEL.stat().st_size <= 2_100_000
-    config = read_checkpoint(DEFAULT_19_MODEL).config
-    assert config.board_sizes == [19] and config.arch == "b6c64"
+@pytest.mark.parametrize("name, file, size, data", [
+    ("default-9", DEFAULT_9_MODEL, 9, "runs/s35/lab9"),
+    ("default-19", DEFAULT_19_MODEL, 19, "runs/s33/lab")])
+def test_default_plays_each_board_with_a_student_of_katago(name, file, size, data):
+    assert resolve_model(name) == file
+    assert file.stat().st_size <= 2_100_000
+    config = read_checkpoint(file).config
+    assert config.board_sizes == [size] and config.arch == "b6c64"
     assert "g170" in json.dumps(config.provenance)
-    assert config.provenance["data"]["path"] == "runs/s33/lab"
+    assert config.provenance["data"]["path"] == data
+    # both are version 5 (the set's base) fine-tuned on one board's positions
+    base = hashlib.sha256(DEFAULT_MODEL.read_bytes()).hexdigest()
+    assert config.provenance["init"]["sha256"] == base
 
 
 def test_default_agrees_with_katago_on_reference_positions(reference_positions):

@@ -19,7 +19,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from kosumi.models import DEFAULT_MODEL, DEFAULT_NAME
+from kosumi.models import DEFAULT_NAME, resolve_model_for_sizes
 
 
 def _evals_per_s(model: Path | str, size: int = 9, batch: int = 16, rounds: int = 10) -> float:
@@ -80,7 +80,7 @@ def main(out_dir: str = "runs/demo", games: int = 16, steps: int = 1200) -> int:
                   f"{student.with_suffix('').name}.curves.png")
 
     val = result.val
-    teacher_bytes = DEFAULT_MODEL.stat().st_size
+    teacher_bytes = resolve_model_for_sizes(DEFAULT_NAME, [9]).stat().st_size  # its 9x9 net
     student_bytes = student.stat().st_size
     table = Table(title="student vs teacher (held-out positions)")
     for col in ("", "teacher (default)", "student b2c16"):

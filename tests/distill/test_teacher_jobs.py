@@ -41,15 +41,16 @@ def test_a_board_size_the_teacher_does_not_play(teacher):
 
 
 def test_a_model_set_teaches_with_its_net_for_the_board_size():
-    """The embedded ``default`` (a set: 19x19 -> default-19, other sizes -> its base): a job
+    """The embedded ``default`` (a set: 9x9 -> default-9, 19x19 -> default-19): a job
     on one board size is taught by that size's net; a job on sizes with different nets is
     refused in one line."""
     with TeacherJobs.open("default", sizes=[19], where="x", caller="test") as jobs:
         assert jobs.identity["name"] == "default-19.safetensors"
     with TeacherJobs.open("default", sizes=[9], where="x", caller="test") as jobs:
-        assert jobs.identity["name"] == "default.safetensors"
+        assert jobs.identity["name"] == "default-9.safetensors"
     with pytest.raises(KosumiError, match=r"^default: a model set with a net per board size "
-                                          r"\(19x19 default-19.safetensors, other sizes "
+                                          r"\(9x9 default-9.safetensors, 19x19 "
+                                          r"default-19.safetensors, other sizes "
                                           r"default.safetensors\): run one board size at a time"):
         TeacherJobs.open("default", sizes=[9, 19], where="x", caller="test")
 

@@ -122,6 +122,23 @@ def test_resume_continues_exactly(labels, tmp_path):
     assert r4.steps == 24
 
 
+def test_a_resumed_fine_tune_keeps_its_init_and_first_command(labels, tmp_path):
+    """Stopped and resumed, a fine-tune's net still says what it started from: the --init
+    checkpoint (its SHA-256, by hand) and the first command, with the resume command beside."""
+    first = tmp_path / "first.safetensors"
+    distill(opts(labels, first, steps=4, eval_every=4))
+    tuned = tmp_path / "tuned.safetensors"
+    distill(opts(labels, tuned, student=None, init=str(first), steps=8, eval_every=4,
+                 stop_after=4, argv=["distill", "--init", "first"]))
+    distill(opts(labels, tuned, student=None, steps=8, eval_every=4, resume=True,
+                 argv=["distill", "--resume"]))
+    prov = read_checkpoint(tuned).config.provenance
+    assert prov["steps"] == 8
+    assert prov["init"]["sha256"] == hashlib.sha256(first.read_bytes()).hexdigest()
+    assert prov["command"] == ["kosumi", "distill", "--init", "first"]
+    assert prov["resumed_with"] == ["kosumi", "distill", "--resume"]
+
+
 def test_tanh_value_and_temperature_train(labels, tmp_path):
     out = tmp_path / "t.safetensors"
     r = distill(opts(labels, out, value="tanh", policy_temperature=2.0, ownership_weight=0.0,

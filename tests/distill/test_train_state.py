@@ -65,6 +65,21 @@ def test_check_teacher(tmp_path):
         check_teacher(None, store())
 
 
+def test_a_model_set_teacher_is_any_of_its_nets(tmp_path):
+    """``--teacher default`` (a set) accepts labels made by its 9x9 net (the SHA-256 of the
+    file, by hand), and still refuses another teacher's."""
+    from kosumi.models import DEFAULT_9_MODEL
+
+    sha = hashlib.sha256(DEFAULT_9_MODEL.read_bytes()).hexdigest()
+    nine = {"name": "default-9.safetensors", "format": "kosumi", "sha256": sha}
+    other = {"name": "other.bin", "format": "katago", "sha256": "ab" * 32}
+    assert check_teacher("default", store(nine)) == (nine, None)
+    assert check_teacher("default", store(other, nine)) == (nine, 1)
+    with pytest.raises(KosumiError, match=r"teacher mismatch: --teacher default \(a model set: "
+                                          r"9x9 default-9.safetensors"):
+        check_teacher("default", store(other))
+
+
 def opts(**kw) -> DistillOptions:
     return DistillOptions(data="labels", out="out.safetensors", **kw)
 

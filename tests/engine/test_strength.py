@@ -55,16 +55,16 @@ def test_games_are_summed_as_counted_by_hand(net, tmp_path):
 
 
 def test_a_model_set_is_the_net_that_played_the_size(tmp_path):
-    """The embedded ``default`` is a set (19x19: default-19): a 19x19 row names that net's file,
-    a 9x9 row the set's base."""
-    from kosumi.models import DEFAULT_19_MODEL, DEFAULT_MODEL
+    """The embedded ``default`` is a set (9x9: default-9, 19x19: default-19): each row names
+    the file of the net that played its board."""
+    from kosumi.models import DEFAULT_9_MODEL, DEFAULT_19_MODEL
 
     games = [game(1, "B", "B"), game(2, "W", "B")]
     big = strength_row("default", "default", [write_match(tmp_path / "19.json", games, size=19)])
     small = strength_row("default", "default", [write_match(tmp_path / "9.json", games)])
     assert big["bytes"] == DEFAULT_19_MODEL.stat().st_size and big["board_size"] == 19
     assert big["sha256"] == hashlib.sha256(DEFAULT_19_MODEL.read_bytes()).hexdigest()
-    assert small["sha256"] == hashlib.sha256(DEFAULT_MODEL.read_bytes()).hexdigest()
+    assert small["sha256"] == hashlib.sha256(DEFAULT_9_MODEL.read_bytes()).hexdigest()
 
 
 def test_an_even_match_is_level(net, tmp_path):

@@ -1,6 +1,6 @@
 """runtime.size_router: a model set plays each board size with its own net. Routing is checked
 with network-free members whose answers differ (a property), and the embedded ``default`` on
-KataGo's own 19x19 outputs (the independent oracle): its 19x19 net agrees more than its base."""
+KataGo's own outputs (the independent oracle): each board's net agrees more than the base."""
 
 from __future__ import annotations
 
@@ -10,19 +10,21 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from helpers import katago_policy, replay_reference
 
 from kosumi.go.board import GameState
-from kosumi.models import DEFAULT_19_MODEL, DEFAULT_MODEL, resolve_model_set
+from kosumi.models import DEFAULT_9_MODEL, DEFAULT_19_MODEL, DEFAULT_MODEL, resolve_model_set
 from kosumi.nets.model_set import ModelSet
 from kosumi.runtime import CachedEvaluator, load_evaluator
 from kosumi.runtime.agreement import kl
 from kosumi.runtime.evaluator import UniformEvaluator
 from kosumi.runtime.size_router import SizeRouter
 
-#: the 19x19 net's agreement with KataGo on the 150 19x19 reference positions sits above these
-#: bounds (measured: top-1 0.567, KL 0.471); the base net's (0.533, 0.493) does not
-TOP1_19_MIN, KL_19_MAX = 0.55, 0.48
+#: each board's own net agrees with KataGo on the 150 reference positions of its size above
+#: these bounds (measured: 19x19 top-1 0.567, KL 0.471; 9x9 0.687, 0.19); the base net's (19x19
+#: 0.533, 0.493; 9x9 0.633, 0.294) does not
+BOUNDS = {19: (0.55, 0.48), 9: (0.66, 0.22)}
 
 
 class Recorder:
@@ -59,10 +61,11 @@ def test_a_member_opens_when_its_size_is_first_played():
     assert router.supports_size(19) and opener.opened == ["nine.kpk", "base.kpk"]
 
 
-def test_embedded_default_is_a_set_with_a_19x19_net():
+def test_embedded_default_is_a_set_of_a_net_per_board():
     model_set = resolve_model_set("default")
     assert model_set is not None
-    assert model_set.base == DEFAULT_MODEL and model_set.nets == {19: DEFAULT_19_MODEL}
+    assert model_set.base == DEFAULT_MODEL
+    assert model_set.nets == {9: DEFAULT_9_MODEL, 19: DEFAULT_19_MODEL}
     ev = load_evaluator("default")
     assert isinstance(ev, CachedEvaluator) and isinstance(ev.inner, SizeRouter)
     assert ev.name == "default"
@@ -77,13 +80,15 @@ def agreement(evaluator, cases):
     return top1 / len(cases), float(np.mean(kls))
 
 
-def test_default_plays_19x19_with_its_19x19_net(reference_positions):
+@pytest.mark.parametrize("size", [19, 9])
+def test_default_plays_each_board_with_its_own_net(reference_positions, size):
     cases = [(replay_reference(r), katago_policy(r)) for r in reference_positions
-             if r["board_size"] == 19]
+             if r["board_size"] == size]
     top1, mean_kl = agreement(load_evaluator("default", cache=False), cases)
-    assert len(cases) == 150 and top1 >= TOP1_19_MIN and mean_kl <= KL_19_MAX, (top1, mean_kl)
+    top1_min, kl_max = BOUNDS[size]
+    assert len(cases) == 150 and top1 >= top1_min and mean_kl <= kl_max, (top1, mean_kl)
     base_top1, base_kl = agreement(load_evaluator(DEFAULT_MODEL, cache=False), cases)
-    assert base_top1 < top1 and base_kl > mean_kl  # the check could fail: the base would
+    assert base_top1 < top1_min and base_kl > kl_max  # the check could fail: the base would
 
 
 def test_gtp_plays_both_sizes_with_default():

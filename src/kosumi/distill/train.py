@@ -321,6 +321,14 @@ class _Run:
         if self.o.init is not None:
             self.o, self.init_net, self.init_identity = read_init(self.o)
         self._check_out()
+        # a resumed run keeps where it started: the first command and its --init
+        saved_config: dict[str, Any] = {}
+        if self.saved is not None:
+            saved_config = dict(self.saved.get("net_config") or {})
+        first = dict(saved_config.get("provenance", {}))
+        self.first_command: list[str] | None = first.get("command")
+        if self.saved is not None:
+            self.init_identity = first.get("init")
         o = self.o
         self.teacher, teacher_index = check_teacher(o.teacher, self.store)
         source = self.store if teacher_index is None else TeacherFilter(self.store, teacher_index)
@@ -448,7 +456,8 @@ class _Run:
                      "train_positions": int(sum(len(i) for i in self.train_idx.values())),
                      "val_positions": int(sum(len(i) for i in self.val_idx.values())),
                      "feature_set": d.feature_set},
-            "command": ["kosumi", *self.o.argv],
+            "command": self.first_command or ["kosumi", *self.o.argv],
+            **({"resumed_with": ["kosumi", *self.o.argv]} if self.saved is not None else {}),
             **({"init": self.init_identity} if self.init_identity else {}),
             # absent: fp32 (the provenance of an fp32 run is what it was before the option)
             **({"precision": self.precision.name} if self.precision.name != "fp32" else {}),

@@ -135,7 +135,8 @@ def check_teacher(teacher: str | os.PathLike[str] | None, store: Any
     """The labels' teacher identity, checked against ``--teacher``.
 
     Returns (identity, teacher index to select, or None to use every record). ``teacher`` is a
-    model file (its SHA-256 is compared) or a SHA-256 hex prefix; None takes the labels' teacher.
+    model file (its SHA-256 is compared; a model set: any of its nets') or a SHA-256 hex prefix;
+    None takes the labels' teacher.
     """
     teachers = list(getattr(store, "teachers", None) or
                     ([store.teacher] if getattr(store, "teacher", None) else []))
@@ -145,23 +146,26 @@ def check_teacher(teacher: str | os.PathLike[str] | None, store: Any
         if len(teachers) == 1:
             return dict(teachers[0]), None
         return {"mixed": [dict(t) for t in teachers]}, None
-    from kosumi.models import resolve_model
+    from kosumi.models import resolve_model, resolve_model_set
 
     text = str(teacher)
-    path = resolve_model(text)
-    if path.is_file():
+    model_set = resolve_model_set(text)  # a set teaches with any of its nets
+    files = [model_set.base, *model_set.nets.values()] if model_set else [resolve_model(text)]
+    if files[0].is_file():
         from kosumi.distill.shards import sha256_file
 
-        sha = sha256_file(path)
-        what = f"--teacher {text} (sha256 {sha[:12]}...)"
+        shas = [sha256_file(f) for f in files]
+        what = (f"--teacher {text} (sha256 {shas[0][:12]}...)" if len(shas) == 1 else
+                f"--teacher {text} (a model set: {model_set.describe() if model_set else ''})")
     elif _is_hex(text):
-        sha = text.lower()
-        what = f"--teacher sha256 {sha}"
+        shas = [text.lower()]
+        what = f"--teacher sha256 {shas[0]}"
     else:
         raise KosumiError(f"--teacher {text}: no such file (give the teacher model file, or its "
                           "sha256, or leave --teacher out to use the labels' teacher)")
     matches = [i for i, t in enumerate(teachers)
-               if t.get("sha256") and str(t["sha256"]).lower().startswith(sha)]
+               if t.get("sha256") and any(str(t["sha256"]).lower().startswith(sha)
+                                          for sha in shas)]
     if not matches:
         made_by = "; ".join(_describe(t) for t in teachers)
         raise KosumiError(f"teacher mismatch: {what} is not the teacher of the labels in "

@@ -1,11 +1,11 @@
 """Nets that ship inside the package, and the names every command accepts for them.
 
 ``default`` is the embedded default: a model set (``default.json``, ``kosumi.nets.model_set``)
-of two b6c64 students distilled from KataGo's g170 net with kosumi's own commands
-(``docs/models/default.md``): ``default-19.safetensors`` plays 19x19, ``default.safetensors``
-(both boards) every other size. The engine, self-play and labels pick by board size; wherever
-one net is wanted (quantize, export, ``distill --init``) ``default`` is ``default.safetensors``,
-and ``default-19`` names the 19x19 net.
+of b6c64 students distilled from KataGo's g170 net with kosumi's own commands
+(``docs/models/default.md``): ``default-9.safetensors`` plays 9x9, ``default-19.safetensors``
+19x19, and ``default.safetensors`` (version 5, both boards) is the set's base. The engine,
+self-play and labels pick by board size; wherever one net is wanted (quantize, export,
+``distill --init``) ``default`` is the base, and ``default-9`` / ``default-19`` name the others.
 ``tiny`` (``tiny.kpk``) is a 47 KB 9x9 net that beats KataGo's raw policy: an int8 student in a
 kosumi pack, so that it plays on a bare install (numpy + zstandard; ``docs/models/tiny.md``).
 A file of the same name in the working directory wins over the embedded net.
@@ -23,12 +23,15 @@ MODELS_DIR = Path(__file__).resolve().parent
 DEFAULT_NAME = "default"
 DEFAULT_MODEL = MODELS_DIR / "default.safetensors"
 DEFAULT_SET = MODELS_DIR / "default.json"
+DEFAULT_9_NAME = "default-9"
+DEFAULT_9_MODEL = MODELS_DIR / "default-9.safetensors"
 DEFAULT_19_NAME = "default-19"
 DEFAULT_19_MODEL = MODELS_DIR / "default-19.safetensors"
 TINY_NAME = "tiny"
 TINY_MODEL = MODELS_DIR / "tiny.kpk"
 #: name -> (file, what it is)
 EMBEDDED = {DEFAULT_NAME: (DEFAULT_MODEL, "the embedded default net"),
+            DEFAULT_9_NAME: (DEFAULT_9_MODEL, "the embedded default's 9x9 net"),
             DEFAULT_19_NAME: (DEFAULT_19_MODEL, "the embedded default's 19x19 net"),
             TINY_NAME: (TINY_MODEL, "the embedded tiny pack")}
 

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from kosumi.cli import app
 from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
+from kosumi.models import DEFAULT_MODEL
 from kosumi.nets.features import get_feature_set
 from kosumi.nets.onnx import OPSET, read_onnx_model
 from kosumi.runtime import load_evaluator
@@ -31,7 +32,9 @@ from kosumi.runtime.bench import bench_states
 def nets(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("onnx-nets")
     return {
-        "default": Path("default"),
+        "default": DEFAULT_MODEL,  # the set's base: `default` alone opens the set's router
+        "default-9": Path("default-9"),
+        "default-19": Path("default-19"),
         "b2c16": random_net_file(root / "b2c16.safetensors", arch="b2c16", seed=4),
         "lz": random_net_file(root / "lz.safetensors", arch="b2c16", features="lz18",
                               head="lz", seed=5),
@@ -76,11 +79,14 @@ def test_lz_head_is_19x19_and_has_no_globals(nets, tmp_path):
         load_evaluator(out).evaluate([GameState(9)])
 
 
-@pytest.mark.parametrize("name", ["default", "b2c16", "lz", "size-pool"])
+@pytest.mark.parametrize("name", ["default", "default-9", "default-19", "b2c16", "lz",
+                                  "size-pool"])
 def test_onnxruntime_matches_torch_on_the_reference_positions(nets, name, tmp_path,
                                                               reference_positions):
-    """fp32 through ONNX Runtime vs torch: top-1 100%, policy within 1e-4; fp16: top-1 >=
-    99.5%. On an exported .onnx file and on the checkpoint itself (exported in memory)."""
+    """fp32 through ONNX Runtime vs torch: top-1 100%, policy within 1e-4; fp16: policy within
+    0.02, and a top move changes (at most one position in a hundred) only where the float net's
+    two moves lie within that of each other. On an exported .onnx file and on the checkpoint
+    itself (exported in memory)."""
     states = [replay_reference(r) for r in reference_positions]
     ref_ev = load_evaluator(nets[name], backend="torch", cache=False)
     states = [s for s in states if ref_ev.supports_size(s.size)]
@@ -99,7 +105,11 @@ def test_onnxruntime_matches_torch_on_the_reference_positions(nets, name, tmp_pa
         diff = max(float(np.abs(a.policy - b.policy).max()) for a, b in zip(ref, got, strict=True))
         value = max(abs(a.value - b.value) for a, b in zip(ref, got, strict=True))
         if fp16:
-            assert top1 >= 0.995 and diff < 0.02, (name, top1, diff)
+            flips = [a.policy.max() - a.policy[int(np.argmax(b.policy))]
+                     for a, b in zip(ref, got, strict=True)
+                     if int(np.argmax(a.policy)) != int(np.argmax(b.policy))]
+            assert top1 >= 0.99 and diff < 0.02 and max(flips, default=0) < 0.02, (
+                name, top1, diff, flips)
         else:
             assert top1 == 1.0 and diff <= 1e-4 and value <= 1e-4, (name, top1, diff, value)
 

@@ -98,6 +98,7 @@ def test_kosumi_quantize_keeps_the_rounding_whose_net_agrees_better(calib_positi
     from typer.testing import CliRunner
 
     from kosumi.cli import app
+    from kosumi.models import DEFAULT_MODEL  # what `quantize default` quantizes: the set's base
     from kosumi.nets.checkpoint import read_checkpoint
     from kosumi.runtime import load_evaluator
     from kosumi.runtime.agreement import kl
@@ -120,7 +121,7 @@ def test_kosumi_quantize_keeps_the_rounding_whose_net_agrees_better(calib_positi
     assert read_checkpoint(nets["nearest"]).config.quantization["info"]["rounding"][
         "chosen"] == "nearest"
     states = bench_states(9, 48, seed=77) + bench_states(19, 16, seed=78)
-    ref = load_evaluator("default", backend="numpy", cache=False).evaluate(states)
+    ref = load_evaluator(DEFAULT_MODEL, backend="numpy", cache=False).evaluate(states)
     mean_kl = {}
     for rounding, path in nets.items():
         got = load_evaluator(path, backend="numpy", cache=False).evaluate(states)

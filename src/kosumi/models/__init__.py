@@ -43,8 +43,8 @@ def embedded_name(path: str | os.PathLike[str]) -> str | None:
 
 
 def resolve_model(path: str | os.PathLike[str]) -> Path:
-    """A model argument -> one net's file: ``default``, ``default-19`` and ``tiny`` are the
-    embedded nets; a model set stands for its base net."""
+    """A model argument -> one net's file: ``default`` (the set's base), ``default-9``,
+    ``default-19`` and ``tiny`` are the embedded nets; a model set stands for its base net."""
     name = os.fspath(path)
     if name in EMBEDDED and not Path(name).exists():
         file, what = EMBEDDED[name]

@@ -136,6 +136,8 @@ def analyze_command(
         evaluator = load_evaluator(model, backend=backend, threads=threads, cache=False,
                                    symmetries=symmetries, device=device, precision=precision)
         if not as_json:
+            for n in sorted({q.state.size for q in todo}):
+                evaluator.supports_size(n)  # a model set opens the net of each size here
             typer.echo(f"# {evaluator.name} on {backend_name(evaluator)}")
         for rec in analyze(evaluator, todo):
             if as_json:

@@ -37,6 +37,7 @@ class Recorder:
         self.opened.append(file.name)
         ev = UniformEvaluator(value=self.values[file.name])
         ev.close = lambda: self.closed.append(file.name)  # type: ignore[method-assign]
+        ev.backend = f"{file.name}'s backend"  # type: ignore[attr-defined]
         return ev
 
 
@@ -56,9 +57,12 @@ def test_a_member_opens_when_its_size_is_first_played():
     opener = Recorder({"nine.kpk": 0.2, "base.kpk": 0.7})
     router = SizeRouter(ModelSet(Path("set.json"), Path("base.kpk"), {9: Path("nine.kpk")}),
                         opener, name="set")
+    assert router.backend is None  # nothing opened yet
     router.evaluate([GameState(9)])
     assert opener.opened == ["nine.kpk"]  # a 9x9 game never loads the other net
+    assert router.backend == "nine.kpk's backend"
     assert router.supports_size(19) and opener.opened == ["nine.kpk", "base.kpk"]
+    assert router.backend == "base.kpk's backend"  # summaries name the last opened
 
 
 def test_embedded_default_is_a_set_of_a_net_per_board():
@@ -89,6 +93,14 @@ def test_default_plays_each_board_with_its_own_net(reference_positions, size):
     assert len(cases) == 150 and top1 >= top1_min and mean_kl <= kl_max, (top1, mean_kl)
     base_top1, base_kl = agreement(load_evaluator(DEFAULT_MODEL, cache=False), cases)
     assert base_top1 < top1_min and base_kl > kl_max  # the check could fail: the base would
+
+
+def test_analyze_names_the_backend_of_the_size_it_plays():
+    r = subprocess.run([sys.executable, "-m", "kosumi", "analyze", "--model", "default",
+                        "--moves", "B Q16", "--size", "19"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and re.match(r"# default on (onnxruntime|torch|numpy)\n", r.stdout), (
+        r.stdout, r.stderr)
 
 
 def test_gtp_plays_both_sizes_with_default():

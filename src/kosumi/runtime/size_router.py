@@ -35,6 +35,13 @@ class SizeRouter(Evaluator):
                 self._open[file] = self._open_net(file)
             return self._open[file]
 
+    @property
+    def backend(self) -> object | None:
+        """The backend of the member opened last (what summaries name), None before any."""
+        with self._lock:
+            opened = list(self._open.values())
+        return getattr(opened[-1], "backend", None) if opened else None
+
     def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
         return map_same_size(states, len(states) or 1,
                              lambda chunk: self.member(chunk[0].size).evaluate(chunk))

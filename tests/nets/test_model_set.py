@@ -59,6 +59,7 @@ def test_json_that_is_not_a_set_is_not_one(members):
     (good(nets={"19": "absent.safetensors"}), "field 'nets.19': no such file"),
     (good(nets={"nineteen": "big.safetensors"}), "field 'nets': 'nineteen' is not a board size"),
     (good(nets={"1": "big.safetensors"}), "field 'nets': '1' is not a board size"),
+    (good(nets={"25": "big.safetensors"}), "field 'nets': '25' is not a board size (2-19)"),
     (good(nets={"19": "set.json"}), "field 'nets.19': a member must be a net"),
     (good(nets=["big.safetensors"]), "field 'nets': expected an object"),
     (good(about=3), "field 'about'"),

@@ -155,8 +155,8 @@ def check_teacher(teacher: str | os.PathLike[str] | None, store: Any
         from kosumi.distill.shards import sha256_file
 
         shas = [sha256_file(f) for f in files]
-        what = (f"--teacher {text} (sha256 {shas[0][:12]}...)" if len(shas) == 1 else
-                f"--teacher {text} (a model set: {model_set.describe() if model_set else ''})")
+        what = (f"--teacher {text} (a model set: {model_set.describe()})" if model_set else
+                f"--teacher {text} (sha256 {shas[0][:12]}...)")
     elif _is_hex(text):
         shas = [text.lower()]
         what = f"--teacher sha256 {shas[0]}"

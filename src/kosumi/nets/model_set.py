@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kosumi.errors import KosumiError
+from kosumi.go.coords import MAX_SIZE, MIN_SIZE
 
 SET_FORMAT = "kosumi-model-set"
 SET_VERSION = 1
@@ -72,14 +73,11 @@ def _member(path: Path, where: str, value: object) -> Path:
     return file
 
 
-def _board_size(path: Path, key: object) -> int:
-    try:
-        size = int(str(key))
-    except ValueError:
-        size = 0
-    if str(size) != str(key) or not 2 <= size <= 25:
-        raise KosumiError(f"{path}: field 'nets': {key!r} is not a board size (2-25)")
-    return size
+def _board_size(path: Path, key: str) -> int:
+    if not key.isdigit() or not MIN_SIZE <= int(key) <= MAX_SIZE:
+        raise KosumiError(f"{path}: field 'nets': {key!r} is not a board size "
+                          f"({MIN_SIZE}-{MAX_SIZE})")
+    return int(key)
 
 
 def read_model_set(path: str | os.PathLike[str]) -> ModelSet:

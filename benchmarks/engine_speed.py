@@ -31,6 +31,7 @@ from emit import emit
 
 from kosumi import accel
 from kosumi.engine.mcts import MCTS, SearchConfig
+from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.go.coords import PASS
 
@@ -84,7 +85,8 @@ class TimedBackend:
 
 
 def engine_speed(model: Path, size: int, visits: int, batch: int,
-                 state: GameState | None = None, repeat: int = 3, backend: str = "torch") -> dict:
+                 state: GameState | None = None, repeat: int = 3, backend: str = "torch",
+                 settings: list[str] | None = None) -> dict:
     """One engine's speed: the best (least overhead) of ``repeat`` searches from scratch."""
     from kosumi.runtime import load_evaluator
 
@@ -94,7 +96,8 @@ def engine_speed(model: Path, size: int, visits: int, batch: int,
     evaluator.backend = timed
     if state is None:
         state = random_game(size, size * size // 3, 7)
-    mcts = MCTS(evaluator, SearchConfig(visits=visits, batch=batch, reuse_tree=False, seed=1))
+    config = SearchConfig(visits=visits, batch=batch, reuse_tree=False, seed=1)
+    mcts = MCTS(evaluator, config.with_settings(settings or []))
     mcts.search(state, visits=2 * batch)  # warm-up (allocations, torch kernels)
     best: dict | None = None
     for _ in range(max(1, repeat)):
@@ -135,7 +138,8 @@ class ZeroBackend:
         pass
 
 
-def search_only(size: int, visits: int, batch: int, repeat: int = 3) -> dict:
+def search_only(size: int, visits: int, batch: int, repeat: int = 3,
+                settings: list[str] | None = None) -> dict:
     """Search overhead per playout with a zero-cost network (best of ``repeat``)."""
     from kosumi.nets.config import NetConfig
     from kosumi.runtime.net_evaluator import NetEvaluator
@@ -143,7 +147,8 @@ def search_only(size: int, visits: int, batch: int, repeat: int = 3) -> dict:
     config = NetConfig(arch="b1c8", features="basic", head="conv", board_sizes=[size])
     evaluator = NetEvaluator(ZeroBackend(), config)
     state = random_game(size, size * size // 3, 7)
-    mcts = MCTS(evaluator, SearchConfig(visits=visits, batch=batch, reuse_tree=False, seed=1))
+    config = SearchConfig(visits=visits, batch=batch, reuse_tree=False, seed=1)
+    mcts = MCTS(evaluator, config.with_settings(settings or []))
     best = float("inf")
     for _ in range(repeat):
         mcts.clear()
@@ -249,7 +254,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--int8", action="store_true", help="quantize kosumi's nets to int8 first")
     ap.add_argument("--lz-archs", default="b6c64", help="nets of the Leela Zero comparison")
     ap.add_argument("--only-leelaz", action="store_true", help="only the Leela Zero comparison")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a search setting for kosumi's searches (repeatable)")
     args = ap.parse_args(argv)
+    try:
+        SearchConfig().with_settings(args.set)
+    except KosumiError as e:
+        print(f"engine_speed: {e}", file=sys.stderr)
+        return 2
 
     import torch
 
@@ -264,14 +276,15 @@ def main(argv: list[str] | None = None) -> int:
                     "python": sys.version.split()[0], "torch": torch.__version__,
                     "c_speedups": accel.HAVE_C},
         "settings": {"visits": args.visits, "batch": args.batch, "threads": 1,
-                     "backend": args.backend,
+                     "backend": args.backend, "search_settings": args.set,
                      "position": "after N*N/3 random moves"},
         "engine": {},
     }
     if not args.only_leelaz:
         report["rules"] = {f"{n}x{n}": rules_speed(n) for n in sizes}
         report["search_only_zero_net"] = {f"{n}x{n}": search_only(n, 3000, args.batch,
-                                                                  args.repeat) for n in sizes}
+                                                                  args.repeat, args.set)
+                                          for n in sizes}
     with tempfile.TemporaryDirectory() as tmp:
         for arch in [] if args.only_leelaz else args.archs.split(","):
             config = NetConfig(arch=arch, features="basic", head="conv", board_sizes=sizes)
@@ -281,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
                 path = quantized_copy(path, Path(tmp), sizes)
             for n in sizes:
                 report["engine"][f"{arch} {n}x{n}"] = engine_speed(
-                    path, n, args.visits, args.batch, repeat=args.repeat, backend=args.backend)
+                    path, n, args.visits, args.batch, repeat=args.repeat, backend=args.backend,
+                    settings=args.set)
         if not args.no_leelaz:
             report["leelaz_same_net"] = {
                 arch: leelaz_comparison(Path(tmp), args.visits, args.batch, arch=arch,

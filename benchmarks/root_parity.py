@@ -116,7 +116,8 @@ def main() -> int:
     records = [json.loads(line) for line in REFERENCE.read_text().splitlines()]
     kosumi_cmd = [sys.executable, "-m", "kosumi", "gtp", "--model", str(args.model), "--visits",
                   str(args.visits), "--batch", "1", "--threads", "1",
-                  "--resign-threshold", "0"]
+                  "--resign-threshold", "0",
+                  "--set", "ladder_escape_prior=1"]  # KataGo has no such rule
     katago_cmd = [str(KATAGO), "gtp", "-model", str(args.model), "-config", str(KATAGO_CFG),
                   "-override-config", f"maxVisits={args.visits}"]
     if args.baseline:

@@ -99,6 +99,7 @@ def main() -> int:
     sets = [*args.kosumi_set, *(["reuse_tree=false"] if args.no_reuse else [])]
     kosumi_cmd = [sys.executable, "-m", "kosumi", "gtp", "--model", str(G170), "--visits",
                   str(args.visits), "--batch", "1", "--threads", "1", "--resign-threshold", "0",
+                  "--set", "ladder_escape_prior=1",  # KataGo has no such rule
                   *[a for s in sets for a in ("--set", s)]]
     override = ",".join(x for x in (f"maxVisits={args.visits}", KATAGO_FIXED,
                                     args.katago_override) if x)

@@ -6,10 +6,12 @@ disagree): the tactics tests search with both off (``NO_NET``)."""
 
 import numpy as np
 import pytest
+from helpers import LADDER_BROKEN, LADDER_WORKS, play_moves
 
 from kosumi.engine import puct
 from kosumi.engine.mcts import MCTS, SearchConfig
 from kosumi.engine.puct import F_N, NF
+from kosumi.errors import KosumiError
 from kosumi.go.board import GameState
 from kosumi.go.coords import BLACK, PASS, RESIGN, WHITE, point_to_vertex, vertex_to_point
 from kosumi.runtime.evaluator import Evaluation, Evaluator, UniformEvaluator
@@ -468,7 +470,8 @@ def test_a_reused_tree_is_revalued_at_the_new_score_center():
     the dynamic score utility is centred on the new root's expected score, so every node's own
     utility, and every record built from it, must be at that center, not the last search's --
     also the nodes this search does not visit again."""
-    cfg = SearchConfig(visits=400, batch=1, seed=3)
+    # the dead-ladder rule off: this 5x5 tree (seed 3) is the one with leaves to check
+    cfg = SearchConfig(visits=400, batch=1, seed=3, ladder_escape_prior=1.0)
     mcts = MCTS(LeadingEvaluator(), cfg)
     state = GameState(5, 0.5)
     state.play(vertex_to_point("C3", 5))
@@ -497,3 +500,38 @@ def test_a_reused_tree_is_revalued_at_the_new_score_center():
             if child is not None and (k + 1) * NF <= len(node.st) and node.st[k * NF + F_N] > 0:
                 assert node.st[k * NF + puct.F_U] == pytest.approx(child.agg[puct.F_U])
     assert biased_leaves  # leaves whose bucket would correct them (the case KataGo undoes)
+
+
+class _Favours(UniformEvaluator):
+    """Uniform, except that one point takes most of the prior (a net that likes it)."""
+
+    def __init__(self, point: int):
+        super().__init__(value=0.5)
+        self.point = point
+
+    def evaluate(self, states):
+        out = super().evaluate(states)
+        for ev in out:
+            if ev.policy[self.point] > 0:
+                ev.policy[self.point] += 10.0
+                ev.policy /= ev.policy.sum()
+        return out
+
+
+def test_a_dead_ladder_escape_is_not_searched_when_its_prior_is_scaled_to_zero():
+    escape = vertex_to_point("E16", 19)  # white D16 in atari after D15; E16 runs the ladder
+
+    def searched(moves, factor):
+        state = play_moves([*moves, ("B", "D15")])
+        cfg = SearchConfig(visits=40, batch=4, seed=1, ladder_escape_prior=factor, **NO_NET)
+        _, result = MCTS(_Favours(escape), cfg).genmove(state)
+        return {m.move: m.visits for m in result.moves}
+
+    assert searched(LADDER_WORKS, 1.0).get(escape, 0) > 20  # the net's favourite, by default
+    assert escape not in searched(LADDER_WORKS, 0.0)  # a dead run: never searched
+    assert searched(LADDER_BROKEN, 0.0).get(escape, 0) > 20  # Q4 breaks it: a real escape
+
+
+def test_the_ladder_escape_prior_must_be_a_fraction():
+    with pytest.raises(KosumiError, match="ladder_escape_prior"):
+        SearchConfig(ladder_escape_prior=1.5)

@@ -37,6 +37,7 @@ from kosumi.errors import KosumiError
 from kosumi.go.board import KO_SIMPLE, GameState, Rules
 from kosumi.go.coords import BLACK, PASS, RESIGN, WHITE, policy_move
 from kosumi.go.dead_stones import dead_stones
+from kosumi.go.ladder_planes import dead_ladder_escapes
 from kosumi.runtime.evaluator import Evaluation, Evaluator
 
 
@@ -85,6 +86,10 @@ class SearchConfig:
     resign_threshold: float = 0.0  # resign when the win rate stays below this (0: never)
     resign_consecutive: int = 3  # ... for this many of its own moves in a row
     resign_opening: float = 0.2  # never in the first resign_opening * N*N moves of a game
+    # moves that only run a dead ladder (kosumi.go.ladder_planes.dead_ladder_escapes): their
+    # prior is multiplied by this (then renormalised); 0: never searched, 1: off (KataGo's nets
+    # read ladders from their inputs; kosumi's students do not)
+    ladder_escape_prior: float = 0.0
     reuse_tree: bool = True
     graph_search: bool = True  # transpositions share one node (KataGo's useGraphSearch)
     seed: int | None = None
@@ -114,6 +119,7 @@ class SearchConfig:
              "must be in [0, 1]")
         need(self.score_center_scale > 0, "score_center_scale", "must be > 0")
         need(0 <= self.noise_fraction <= 1, "noise_fraction", "must be in [0, 1]")
+        need(0 <= self.ladder_escape_prior <= 1, "ladder_escape_prior", "must be in [0, 1]")
         need(0 <= self.resign_threshold < 1, "resign_threshold", "must be in [0, 1)")
         need(self.resign_consecutive >= 1, "resign_consecutive", "must be >= 1")
         need(self.resign_opening >= 0, "resign_opening", "must be >= 0")
@@ -513,7 +519,7 @@ class MCTS:
         # children: the moves with a prior > 0, and always pass (finished games must stay
         # reachable even when its prior underflowed to 0), sorted by prior, highest first
         # (noise pruning reads them in that order); see kosumi.engine.puct.children
-        move_bytes, prior_bytes = puct.children(ev.policy)
+        move_bytes, prior_bytes = puct.children(self._policy(node.state, ev))
         node.moves = moves = array("h")
         moves.frombytes(move_bytes)
         node.priors = priors = array("d")
@@ -521,6 +527,21 @@ class MCTS:
         node.st = array("d")  # records grow as playouts reach children (in prior order)
         node.children = [None] * len(moves)
         node.pending = False
+
+    def _policy(self, state: GameState, ev: Evaluation) -> np.ndarray:
+        """The net's policy, with the moves that run a dead ladder scaled by
+        ``ladder_escape_prior`` (the net cannot read a ladder across the board; the search at
+        a few hundred visits does not either)."""
+        factor = self.config.ladder_escape_prior
+        if factor >= 1.0:
+            return ev.policy
+        escapes = dead_ladder_escapes(state.board, state.size, state.to_move, state.ko)
+        if not escapes:
+            return ev.policy
+        policy = np.array(ev.policy, dtype=np.float32)
+        policy[list(escapes)] *= factor
+        total = float(policy.sum())
+        return policy / total if total > 0 else np.asarray(ev.policy, dtype=np.float32)
 
     def _add_noise(self, node: Node) -> None:
         cfg = self.config
@@ -833,7 +854,7 @@ class MCTS:
         self._root_stale = False
         ev = self.evaluator.evaluate([root.state])[0]
         self._set_own([root], [ev])
-        policy = np.asarray(ev.policy, dtype=np.float64)
+        policy = np.asarray(self._policy(root.state, ev), dtype=np.float64)
         moves = list(root.moves)
         new = [max(float(policy[m]), 0.0) for m in moves]
         total = sum(new)

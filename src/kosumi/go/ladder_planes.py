@@ -1,5 +1,8 @@
 """Ladders of a whole board: ``ladder_features``, the reading behind KataGo's V7 ladder planes.
 
+``dead_ladder_escapes(board, size, color, ko)``: the moves that would run a dead ladder (the
+search's prior for them, ``SearchConfig.ladder_escape_prior``).
+
 ``ladder_features(board, size, ko)`` reads a whole board the way the V7 planes (14-17) need it:
 every chain with 1 or 2 liberties, once, with the ladder search of ``kosumi.go.ladders``. Given
 the result for a nearby board (``hint``), a chain's verdict is reused when none of the points its
@@ -58,9 +61,10 @@ _cache_lock = threading.Lock()
 
 
 def clear_cache() -> None:
-    """Forget cached ``ladder_features`` results."""
+    """Forget cached ``ladder_features`` and ``dead_ladder_escapes`` results."""
     with _cache_lock:
         _cache.clear()
+        _escapes.clear()
 
 
 def _reusable(rec: _ChainRecord, diff: list[int], w: int, ko_old: int, ko_new: int) -> bool:
@@ -144,4 +148,51 @@ def ladder_features(board: bytes | bytearray, size: int, ko: int = -1, cache: bo
             _cache[key] = result
             if len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
+    return result
+
+
+_escapes: OrderedDict[tuple[int, int, int, bytes], tuple[int, ...]] = OrderedDict()
+
+
+def dead_ladder_escapes(board: bytes | bytearray, size: int, color: int,
+                        ko: int = -1) -> tuple[int, ...]:
+    """The liberties of ``color``'s one-liberty chains that are captured in a ladder with
+    ``color`` to move, where extending gives the chain exactly two liberties: playing there only
+    runs the ladder (and loses more stones), sorted. Extensions into one liberty (self-atari,
+    some of them sacrifices that gain) and captures that escape are not among them.
+
+    Cheap when ``color`` has no chain in atari (one pass of the liberty kernel); results are
+    cached by (size, color, ko, board) in an LRU of 2048 boards."""
+    b = bytes(board)
+    key = (size, color, ko, b)
+    with _cache_lock:
+        hit = _escapes.get(key)
+        if hit is not None:
+            _escapes.move_to_end(key)
+            return hit
+    libs = board_kernels.chain_liberties(b, size)
+    out: set[int] = set()
+    if libs.count(1):
+        lb = LadderBoard(b, size, ko)
+        done = bytearray(size * size)
+        for p in range(size * size):
+            if libs[p] != 1 or b[p] != color or done[p]:
+                continue
+            loc = lb.to_loc[p]
+            stones, chain_libs = lb.chain(loc)
+            for s in stones:
+                done[lb.to_pt[s]] = 1
+            lib = chain_libs[0]
+            if not lb.is_legal(lib, color):
+                continue
+            record = lb.play(lib, color)
+            runs = lb.libs_upto(lib, 3) == 2  # the extension itself gains no more than one
+            lb.undo(lib, color, record)
+            if runs and captured_defender_first(lb, loc):
+                out.add(lb.to_pt[lib])
+    result = tuple(sorted(out))
+    with _cache_lock:
+        _escapes[key] = result
+        if len(_escapes) > _CACHE_SIZE:
+            _escapes.popitem(last=False)
     return result

@@ -19,6 +19,7 @@ import threading
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -26,6 +27,8 @@ from kosumi.go import board_kernels
 from kosumi.go.ladders import LadderBoard, captured_defender_first, working_moves
 
 _CACHE_SIZE = 2048  # boards
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,21 @@ def clear_cache() -> None:
         _escapes.clear()
 
 
+def _lru_get(cache: OrderedDict[K, V], key: K) -> V | None:
+    with _cache_lock:
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+        return hit
+
+
+def _lru_put(cache: OrderedDict[K, V], key: K, value: V) -> None:
+    with _cache_lock:
+        cache[key] = value
+        if len(cache) > _CACHE_SIZE:
+            cache.popitem(last=False)
+
+
 def _reusable(rec: _ChainRecord, diff: list[int], w: int, ko_old: int, ko_new: int) -> bool:
     """Does ``rec`` still hold on a board that differs from its own only at ``diff``?
 
@@ -91,11 +109,9 @@ def ladder_features(board: bytes | bytearray, size: int, ko: int = -1, cache: bo
     b = bytes(board)
     key = (size, ko, b)
     if cache:
-        with _cache_lock:
-            hit = _cache.get(key)
-            if hit is not None:
-                _cache.move_to_end(key)
-                return hit
+        hit = _lru_get(_cache, key)
+        if hit is not None:
+            return hit
     nn = size * size
     libs = board_kernels.chain_liberties(b, size)  # bytes: liberties of each stone's chain
     captured = bytearray(nn)
@@ -144,10 +160,7 @@ def ladder_features(board: bytes | bytearray, size: int, ko: int = -1, cache: bo
                             np.frombuffer(bytes(working), dtype=np.uint8).reshape(3, nn),
                             size, b, lb.ko, records)
     if cache:
-        with _cache_lock:
-            _cache[key] = result
-            if len(_cache) > _CACHE_SIZE:
-                _cache.popitem(last=False)
+        _lru_put(_cache, key, result)
     return result
 
 
@@ -165,11 +178,9 @@ def dead_ladder_escapes(board: bytes | bytearray, size: int, color: int,
     cached by (size, color, ko, board) in an LRU of 2048 boards."""
     b = bytes(board)
     key = (size, color, ko, b)
-    with _cache_lock:
-        hit = _escapes.get(key)
-        if hit is not None:
-            _escapes.move_to_end(key)
-            return hit
+    hit = _lru_get(_escapes, key)
+    if hit is not None:
+        return hit
     libs = board_kernels.chain_liberties(b, size)
     out: set[int] = set()
     if libs.count(1):
@@ -191,8 +202,5 @@ def dead_ladder_escapes(board: bytes | bytearray, size: int, color: int,
             if runs and captured_defender_first(lb, loc):
                 out.add(lb.to_pt[lib])
     result = tuple(sorted(out))
-    with _cache_lock:
-        _escapes[key] = result
-        if len(_escapes) > _CACHE_SIZE:
-            _escapes.popitem(last=False)
+    _lru_put(_escapes, key, result)
     return result

@@ -2,6 +2,7 @@
 1 thread) on 9x9 and 19x19, with the share of time spent outside the network's forward pass.
 
     python benchmarks/engine_speed.py [--visits 800] [--batch 8] [--repeat 3] [--out results.json]
+        [--features basic_ladder] [--set NAME=VALUE]
 
 The Leela Zero comparison (``--lz-archs``) times the same lz-head net three ways: ``leelaz
 --cpu-only --benchmark -t 1``, kosumi's search in this process, and ``kosumi gtp`` itself
@@ -139,12 +140,12 @@ class ZeroBackend:
 
 
 def search_only(size: int, visits: int, batch: int, repeat: int = 3,
-                settings: list[str] | None = None) -> dict:
+                settings: list[str] | None = None, features: str = "basic") -> dict:
     """Search overhead per playout with a zero-cost network (best of ``repeat``)."""
     from kosumi.nets.config import NetConfig
     from kosumi.runtime.net_evaluator import NetEvaluator
 
-    config = NetConfig(arch="b1c8", features="basic", head="conv", board_sizes=[size])
+    config = NetConfig(arch="b1c8", features=features, head="conv", board_sizes=[size])
     evaluator = NetEvaluator(ZeroBackend(), config)
     state = random_game(size, size * size // 3, 7)
     config = SearchConfig(visits=visits, batch=batch, reuse_tree=False, seed=1)
@@ -254,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--int8", action="store_true", help="quantize kosumi's nets to int8 first")
     ap.add_argument("--lz-archs", default="b6c64", help="nets of the Leela Zero comparison")
     ap.add_argument("--only-leelaz", action="store_true", help="only the Leela Zero comparison")
+    ap.add_argument("--features", default="basic",
+                    help="the feature set of kosumi's nets (basic_ladder: the ladder reading too)")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a search setting for kosumi's searches (repeatable)")
     args = ap.parse_args(argv)
@@ -276,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                     "python": sys.version.split()[0], "torch": torch.__version__,
                     "c_speedups": accel.HAVE_C},
         "settings": {"visits": args.visits, "batch": args.batch, "threads": 1,
+                     "features": args.features,
                      "backend": args.backend, "search_settings": args.set,
                      "position": "after N*N/3 random moves"},
         "engine": {},
@@ -283,11 +287,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.only_leelaz:
         report["rules"] = {f"{n}x{n}": rules_speed(n) for n in sizes}
         report["search_only_zero_net"] = {f"{n}x{n}": search_only(n, 3000, args.batch,
-                                                                  args.repeat, args.set)
+                                                                  args.repeat, args.set,
+                                                                  args.features)
                                           for n in sizes}
     with tempfile.TemporaryDirectory() as tmp:
         for arch in [] if args.only_leelaz else args.archs.split(","):
-            config = NetConfig(arch=arch, features="basic", head="conv", board_sizes=sizes)
+            config = NetConfig(arch=arch, features=args.features, head="conv",
+                               board_sizes=sizes)
             path = Path(tmp) / f"{arch}.safetensors"
             save_checkpoint(path, KosumiNet.random(config, seed=1))
             if args.int8:

@@ -45,7 +45,8 @@ app = typer.Typer(
 def init_command(
     out: Path = typer.Option(..., "--out", help="Checkpoint file to write (safetensors)."),
     arch: str = typer.Option("b6c64", "--arch", help="Blocks x channels, e.g. b6c64."),
-    features: str = typer.Option("basic", "--features", help="Feature set: basic, lz18."),
+    features: str = typer.Option("basic", "--features",
+                                 help="Feature set: basic, basic_ladder, lz18."),
     head: str = typer.Option("conv", "--head", help="Head style: conv (any size) or lz."),
     board_sizes: str | None = typer.Option(
         None, "--board-sizes", help="Comma-separated sizes (default 9,13,19; lz: 19)."
@@ -409,7 +410,8 @@ def distill_command(
         None, "--teacher", help="Teacher file (or sha256) to check against the labels' "
         "teacher; default: the labels' teacher."),
     student: str | None = typer.Option(None, "--student", help="Student arch (default b6c64)."),
-    features: str | None = typer.Option(None, "--features", help="basic (default) or lz18."),
+    features: str | None = typer.Option(None, "--features",
+                                        help="basic (default), basic_ladder or lz18."),
     head: str | None = typer.Option(None, "--head", help="conv (default) or lz (19x19)."),
     value: str | None = typer.Option(None, "--value", help="wdl or tanh (default: by head)."),
     value_pool: str | None = typer.Option(

@@ -185,6 +185,15 @@ def test_init_starts_from_a_checkpoint(labels, tmp_path):
                                atol=1e-6)
     with pytest.raises(KosumiError, match=r"--value-pool mean_max differs from the --init"):
         distill(opts(labels, tmp_path / "x.safetensors", init=str(wide), value_pool="mean_max"))
+    # --features basic_ladder extends basic: zero weights on the two ladder planes; lz18 does not
+    ladder = tmp_path / "ladder.safetensors"
+    distill(opts(labels, ladder, student=None, init=str(first), features="basic_ladder", **tiny))
+    assert read_checkpoint(ladder).config.features == "basic_ladder"
+    w = _tensors(ladder)["input_conv.weight"]
+    assert w.shape[1] == 13 and np.abs(w[:, 11:]).max() < 1e-6
+    np.testing.assert_allclose(w[:, :11], a["input_conv.weight"], atol=1e-6)
+    with pytest.raises(KosumiError, match=r"--features lz18 differs from the --init"):
+        distill(opts(labels, tmp_path / "x.safetensors", init=str(first), features="lz18"))
 
 
 # ============================================================================ errors

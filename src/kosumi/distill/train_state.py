@@ -203,7 +203,9 @@ def read_init(options: DistillOptions) -> tuple[DistillOptions, nn.Module, dict[
     A given --student/--features/--head/--value must agree with the checkpoint: KosumiError
     naming the first that differs. Board sizes are free (a conv head plays every size), and
     ``--value-pool katago`` may widen a "mean_max" net (``load_init`` adds zero weights for the
-    size term, so the student starts as the checkpoint plays)."""
+    size term, so the student starts as the checkpoint plays), and ``--features`` may name a
+    set that extends the checkpoint's (``basic_ladder`` over ``basic``: zero weights on the new
+    planes)."""
     from dataclasses import replace
 
     from kosumi.distill.shards import sha256_file
@@ -223,6 +225,11 @@ def read_init(options: DistillOptions) -> tuple[DistillOptions, nn.Module, dict[
                             "value": cfg.value, "value_pool": cfg.value_pool}
     if options.value_pool == "katago" and cfg.value_pool == "mean_max":
         have["value_pool"] = "katago"  # widened by load_init
+    if options.features and options.features != cfg.features:
+        from kosumi.nets.features import get_feature_set
+
+        if get_feature_set(options.features).extends == cfg.features:
+            have["features"] = options.features  # widened by load_init
     given = {"student": options.student and str(options.student).strip().lower(),
              "features": options.features, "head": options.head, "value": options.value,
              "value_pool": options.value_pool}
@@ -239,7 +246,8 @@ def load_init(net: nn.Module, init_net: nn.Module, where: str, log: Any) -> None
     """Copy the --init net's weights into a fresh student of the same arch, features, head and
     value (``read_init`` checked them); outputs only one of the two has are reported via ``log``
     (the student's start at random). A "katago" value pool over a "mean_max" net's weights gets
-    zero weights for its size term, the middle third of ``value_fc1``'s inputs."""
+    zero weights for its size term, the middle third of ``value_fc1``'s inputs; a feature set
+    extending the net's gets zero weights on its new planes (the last of ``input_conv``'s)."""
     state = dict(init_net.state_dict())
     w = state.get("value_fc1.weight")
     want = net.state_dict().get("value_fc1.weight")
@@ -247,6 +255,12 @@ def load_init(net: nn.Module, init_net: nn.Module, where: str, log: Any) -> None
         cv = w.shape[1] // 2
         state["value_fc1.weight"] = torch.cat((w[:, :cv], torch.zeros_like(w[:, :cv]), w[:, cv:]),
                                               dim=1)
+    w = state.get("input_conv.weight")
+    want = net.state_dict().get("input_conv.weight")
+    if w is not None and want is not None and want.shape[1] > w.shape[1]:
+        extra = want.shape[1] - w.shape[1]  # planes of a feature set extending the net's
+        state["input_conv.weight"] = torch.cat((w, w.new_zeros(w.shape[0], extra, *w.shape[2:])),
+                                               dim=1)
     result = net.load_state_dict(state, strict=False)
     for keys, what in ((result.missing_keys, "has no weights for {}: those start at random"),
                        (result.unexpected_keys, "has {}, which the student has not: not used")):

@@ -1,5 +1,7 @@
 """Ladders of a whole board: ``ladder_features``, the reading behind KataGo's V7 ladder planes.
 
+``cached_ladder_features(board, size, ko)``: a cached reading or None (a cheap ``hint``).
+
 ``dead_ladder_escapes(board, size, color, ko)``: the moves that would run a dead ladder (the
 search's prior for them, ``SearchConfig.ladder_escape_prior``).
 
@@ -162,6 +164,13 @@ def ladder_features(board: bytes | bytearray, size: int, ko: int = -1, cache: bo
     if cache:
         _lru_put(_cache, key, result)
     return result
+
+
+def cached_ladder_features(board: bytes | bytearray, size: int,
+                           ko: int = -1) -> LadderFeatures | None:
+    """``ladder_features`` of a board read before and still in the cache, else None (a free
+    ``hint`` for the next board: the previous position's reading when it was made)."""
+    return _lru_get(_cache, (size, ko, bytes(board)))
 
 
 _escapes: OrderedDict[tuple[int, int, int, bytes], tuple[int, ...]] = OrderedDict()

@@ -36,6 +36,9 @@ numpy; it runs at every MCTS leaf, so keep it cheap.
            is to move, -komi/15 when Black is to move)
     3      1 if the last move was a pass
 
+``basic_ladder`` — ``basic`` and two ladder planes (13 planes, 4 globals;
+``kosumi.nets.basic_ladder``).
+
 New feature sets: subclass ``FeatureSet`` and call ``register_feature_set``.
 """
 
@@ -61,6 +64,9 @@ class FeatureSet(ABC):
     description: str = ""
     plane_names: tuple[str, ...] = ()  # short names, for plots (empty: "plane i")
     global_names: tuple[str, ...] = ()
+    #: the feature set whose planes and globals are this one's first ones ("" for none): a net
+    #: for it widens into one for this set with zero weights on the new planes
+    extends: str = ""
 
     @abstractmethod
     def encode(self, states: Sequence[GameState]) -> tuple[np.ndarray, np.ndarray | None]:
@@ -72,8 +78,9 @@ class FeatureSet(ABC):
 
 FEATURE_SETS: dict[str, FeatureSet] = {}
 #: feature sets defined in modules that are imported when first asked for (their import is
-#: heavier: KataGo's V7 inputs need the ladder reader and the pass-alive analysis)
-LAZY_FEATURE_SETS: dict[str, str] = {"katago_v7": "kosumi.nets.katago_features"}
+#: heavier: they need the ladder reader, and KataGo's V7 inputs the pass-alive analysis)
+LAZY_FEATURE_SETS: dict[str, str] = {"katago_v7": "kosumi.nets.katago_features",
+                                     "basic_ladder": "kosumi.nets.basic_ladder"}
 
 
 def register_feature_set(fs: FeatureSet) -> FeatureSet:
@@ -156,8 +163,9 @@ class Basic(FeatureSet):
     num_planes = 11
     num_globals = 4
     description = "stones, liberties 1/2/3+, ko, last 4 moves; side to move, komi, last pass"
-    plane_names = ("on board", "own stones", "opp stones", "1 liberty", "2 liberties",
-                   "3+ liberties", "ko ban", "last move", "move -2", "move -3", "move -4")
+    plane_names: tuple[str, ...] = (
+        "on board", "own stones", "opp stones", "1 liberty", "2 liberties", "3+ liberties",
+        "ko ban", "last move", "move -2", "move -3", "move -4")
     global_names = ("black to move", "white to move", "komi / 15", "last move pass")
 
     def encode(self, states: Sequence[GameState]) -> tuple[np.ndarray, np.ndarray]:

@@ -436,6 +436,9 @@ def distill_command(
         None, "--score-weight", help="Score-lead loss weight (default 0.1; 0 = none)."),
     val_fraction: float | None = typer.Option(
         None, "--val-fraction", help="Games held out for evaluation (default 0.05)."),
+    split_seed: int | None = typer.Option(
+        None, "--split-seed", help="Which games are held out (default: --seed's choice); keep "
+        "one value along a chain of fine-tunes so none trains on another's held-out games."),
     augment: bool | None = typer.Option(
         None, "--augment/--no-augment", help="8-fold symmetry augmentation (default on)."),
     size_weights: str | None = typer.Option(
@@ -472,7 +475,8 @@ def distill_command(
             steps=steps, epochs=epochs, batch=batch, lr=lr, weight_decay=weight_decay,
             warmup=warmup, clip=clip, seed=seed, policy_temperature=policy_temperature,
             ownership_weight=ownership_weight, score_weight=score_weight,
-            val_fraction=val_fraction, augment=augment, eval_every=eval_every,
+            val_fraction=val_fraction, split_seed=split_seed, augment=augment,
+            eval_every=eval_every,
             size_weights=parse_size_weights(size_weights) if size_weights is not None else None,
             stop_after=stop_after, threads=threads,
             device=device, precision=precision, resume=resume, init=init, cache_dir=cache_dir,

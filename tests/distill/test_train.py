@@ -148,6 +148,29 @@ def test_tanh_value_and_temperature_train(labels, tmp_path):
     assert 0.0 <= r.val["value_mae"] <= 1.0
 
 
+def test_split_seed_holds_out_the_same_games_whatever_the_seed(labels, tmp_path, monkeypatch):
+    """--split-seed fixes the held-out games: two runs of different --seed hold out the same
+    positions with it and different ones without (a chain of fine-tunes with new seeds would
+    otherwise train on its earlier runs' held-out games)."""
+    import kosumi.distill.train as T
+
+    held: list[dict[int, list[int]]] = []
+    real = T.split_by_game
+
+    def spy(dataset, fraction, seed):
+        train, val = real(dataset, fraction, seed)
+        held.append({n: v.tolist() for n, v in val.items()})
+        return train, val
+
+    monkeypatch.setattr(T, "split_by_game", spy)
+    one = {"steps": 1, "eval_every": 1, "val_fraction": 0.25}
+    for i, (seed, split) in enumerate([(5, 9), (6, 9), (5, None), (6, None)]):
+        distill(opts(labels, tmp_path / f"r{i}.safetensors", seed=seed, split_seed=split, **one))
+    assert held[0] == held[1] and held[2] != held[3]
+    saved, _ = read_training_state(RunPaths.for_out(tmp_path / "r0.safetensors").state)
+    assert saved["settings"]["split_seed"] == 9
+
+
 def test_init_starts_from_a_checkpoint(labels, tmp_path):
     """--init copies the checkpoint's weights into a new run (a ~zero learning rate keeps them),
     takes its arch, and records it; a random start with the same settings is far off."""

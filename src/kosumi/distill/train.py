@@ -337,9 +337,10 @@ class _Run:
         self.settings = (dict(self.saved["settings"]) if self.saved is not None
                          else new_settings(o, self.dataset, sizes))
         s = self.settings
-        for name in ("size_weights", "value_pool"):  # a run saved before the setting existed
+        for name in ("size_weights", "value_pool", "split_seed"):  # saved before they existed
             s.setdefault(name, DEFAULTS[name])
-        self.train_idx, self.val_idx = split_by_game(self.dataset, s["val_fraction"], s["seed"])
+        split_seed = s["seed"] if s["split_seed"] is None else s["split_seed"]
+        self.train_idx, self.val_idx = split_by_game(self.dataset, s["val_fraction"], split_seed)
         self.plan = BatchPlan({n: len(i) for n, i in self.train_idx.items()}, s["batch"], s["seed"],
                               {int(n): w for n, w in s["size_weights"].items()})
         if s["batch"] < self.ctx.world_size:

@@ -45,10 +45,11 @@ DEFAULTS: dict[str, Any] = {
     "student": "b6c64", "features": "basic", "head": "conv", "batch": 256, "lr": 2e-3,
     "weight_decay": 0.01, "clip": 1.0, "seed": 0, "policy_temperature": 1.0,
     "val_fraction": 0.05, "augment": True, "size_weights": {}, "value_pool": "mean_max",
+    "split_seed": None,  # None: the held-out games follow --seed
 }
 COMPARED = ("student", "features", "head", "value", "board_sizes", "batch", "lr", "weight_decay",
             "warmup", "clip", "seed", "policy_temperature", "ownership_weight", "score_weight",
-            "val_fraction", "augment", "size_weights", "value_pool")
+            "val_fraction", "augment", "size_weights", "value_pool", "split_seed")
 
 
 # ---------------------------------------------------------------------------- options
@@ -76,6 +77,7 @@ class DistillOptions:
     ownership_weight: float | None = None
     score_weight: float | None = None
     val_fraction: float | None = None
+    split_seed: int | None = None  # which games are held out (None: --seed's)
     augment: bool | None = None
     size_weights: dict[str, float] | None = None  # parse_size_weights; {} = every size weight 1
     value_pool: str | None = None  # conv head: "mean_max" (default) or "katago" (NetConfig)

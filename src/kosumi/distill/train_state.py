@@ -241,6 +241,8 @@ def read_init(options: DistillOptions) -> tuple[DistillOptions, nn.Module, dict[
                               f"checkpoint {path} "
                               f"({have[name]}); leave it out to take the checkpoint's")
     identity = {"path": shareable_path(text), "sha256": sha256_file(path), "arch": cfg.arch}
+    if isinstance(cfg.provenance.get("init"), dict):  # the lineage: what that net started from
+        identity["init"] = cfg.provenance["init"]
     return replace(options, **have), build_net(ckpt, path), identity
 
 

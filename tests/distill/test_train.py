@@ -212,6 +212,9 @@ def test_init_starts_from_a_checkpoint(labels, tmp_path):
     ladder = tmp_path / "ladder.safetensors"
     distill(opts(labels, ladder, student=None, init=str(first), features="basic_ladder", **tiny))
     assert read_checkpoint(ladder).config.features == "basic_ladder"
+    w = _tensors(ladder)["input_conv.weight"]
+    assert w.shape[1] == 13 and np.abs(w[:, 11:]).max() < 1e-6
+    np.testing.assert_allclose(w[:, :11], a["input_conv.weight"], atol=1e-6)
     # a fine-tune of a fine-tune keeps the lineage: its init's own init, down to the first
     lineage = read_checkpoint(ladder).config.provenance["init"]
     assert lineage["sha256"] == hashlib.sha256(first.read_bytes()).hexdigest()
@@ -221,9 +224,6 @@ def test_init_starts_from_a_checkpoint(labels, tmp_path):
     lineage = read_checkpoint(again).config.provenance["init"]
     assert lineage["sha256"] == hashlib.sha256(ladder.read_bytes()).hexdigest()
     assert lineage["init"]["sha256"] == hashlib.sha256(first.read_bytes()).hexdigest()
-    w = _tensors(ladder)["input_conv.weight"]
-    assert w.shape[1] == 13 and np.abs(w[:, 11:]).max() < 1e-6
-    np.testing.assert_allclose(w[:, :11], a["input_conv.weight"], atol=1e-6)
     with pytest.raises(KosumiError, match=r"--features lz18 differs from the --init"):
         distill(opts(labels, tmp_path / "x.safetensors", init=str(first), features="lz18"))
 

@@ -187,6 +187,35 @@ def test_init_widens_a_mean_max_value_head_to_the_size_pool():
             torch.testing.assert_close(b[key], a[key], rtol=0, atol=1e-6)
 
 
+def test_init_widens_the_inputs_of_a_feature_set_that_extends_the_nets(monkeypatch):
+    """Oracle: the init net itself. A set extending ``basic`` by a plane and a global (both
+    new inputs last) gets zero weights on them: the widened net gives the old net's outputs
+    exactly, whatever the new inputs hold."""
+    import torch
+    from helpers import random_inputs, randomise_bn
+
+    from kosumi.nets.config import NetConfig
+    from kosumi.nets.features import FEATURE_SETS, Basic
+    from kosumi.nets.resnet import KosumiNet
+
+    class Plus(Basic):
+        name, extends, num_planes, num_globals = "basic_plus", "basic", 12, 5
+
+    monkeypatch.setitem(FEATURE_SETS, "basic_plus", Plus())
+    old = KosumiNet.random(NetConfig(arch="b1c8", board_sizes=[9]), 1)
+    randomise_bn(old, torch.Generator().manual_seed(2))
+    new = KosumiNet.random(NetConfig(arch="b1c8", board_sizes=[9], features="basic_plus"), 3)
+    notes: list[str] = []
+    load_init(new, old, "old.safetensors", notes.append)
+    assert notes == []
+    old.eval(), new.eval()
+    planes, glob = random_inputs(new.config, 9, batch=4)
+    with torch.no_grad():
+        a, b = old(planes[:, :11], glob[:, :4]), new(planes, glob)
+    for key in a:
+        torch.testing.assert_close(b[key], a[key], rtol=0, atol=1e-6)
+
+
 def test_student_config():
     settings = {"student": "b1c8", "features": "basic", "head": "conv", "board_sizes": [9],
                 "value": "wdl", "score_weight": 0.0, "ownership_weight": 0.5}

@@ -251,20 +251,20 @@ def load_init(net: nn.Module, init_net: nn.Module, where: str, log: Any) -> None
     value (``read_init`` checked them); outputs only one of the two has are reported via ``log``
     (the student's start at random). A "katago" value pool over a "mean_max" net's weights gets
     zero weights for its size term, the middle third of ``value_fc1``'s inputs; a feature set
-    extending the net's gets zero weights on its new planes (the last of ``input_conv``'s)."""
+    extending the net's gets zero weights on its new planes and globals (the last inputs of
+    ``input_conv`` and ``global_linear``)."""
     state = dict(init_net.state_dict())
-    w = state.get("value_fc1.weight")
-    want = net.state_dict().get("value_fc1.weight")
-    if w is not None and want is not None and 2 * want.shape[1] == 3 * w.shape[1]:
-        cv = w.shape[1] // 2
-        state["value_fc1.weight"] = torch.cat((w[:, :cv], torch.zeros_like(w[:, :cv]), w[:, cv:]),
-                                              dim=1)
-    w = state.get("input_conv.weight")
-    want = net.state_dict().get("input_conv.weight")
-    if w is not None and want is not None and want.shape[1] > w.shape[1]:
-        extra = want.shape[1] - w.shape[1]  # planes of a feature set extending the net's
-        state["input_conv.weight"] = torch.cat((w, w.new_zeros(w.shape[0], extra, *w.shape[2:])),
-                                               dim=1)
+    want = net.state_dict()
+    for name in ("value_fc1.weight", "input_conv.weight", "global_linear.weight"):
+        w = state.get(name)
+        if w is None or name not in want or want[name].shape[1] <= w.shape[1]:
+            continue
+        extra = want[name].shape[1] - w.shape[1]
+        # the size term goes between value_fc1's mean and max inputs; new inputs of an
+        # extending feature set (planes, globals) come last
+        at = w.shape[1] // 2 if name == "value_fc1.weight" else w.shape[1]
+        state[name] = torch.cat((w[:, :at], w.new_zeros(w.shape[0], extra, *w.shape[2:]),
+                                 w[:, at:]), dim=1)
     result = net.load_state_dict(state, strict=False)
     for keys, what in ((result.missing_keys, "has no weights for {}: those start at random"),
                        (result.unexpected_keys, "has {}, which the student has not: not used")):

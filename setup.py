@@ -15,6 +15,12 @@ setup(
             extra_compile_args=["-O3", "-ffp-contract=off"],
         ),
         Extension(
+            "kosumi.go._ladders",
+            ["src/kosumi/go/_ladders.c"],
+            optional=True,
+            extra_compile_args=["-O3"],
+        ),
+        Extension(
             "kosumi.engine._puct",
             ["src/kosumi/engine/_puct.c"],
             optional=True,

@@ -23,6 +23,7 @@ say which is in use; ``pick(name, fallback)`` is how an owner chooses.
 
 from __future__ import annotations
 
+import importlib
 import operator
 import os
 from collections.abc import Callable
@@ -93,12 +94,19 @@ def result_bytes(values: bytes | bytearray | np.ndarray, out: Out | None) -> byt
 
 
 # ---------------------------------------------------------------------------------- the extension
-_c: ModuleType | None = None
-if os.environ.get("KOSUMI_NO_SPEEDUPS", "").strip() in ("", "0"):
+def extension(name: str) -> ModuleType | None:
+    """The C extension module ``name`` (e.g. ``"kosumi.engine._puct"``), or None when it is not
+    built (no compiler at install time) or ``KOSUMI_NO_SPEEDUPS=1`` is set: its owner then uses
+    its Python versions."""
+    if os.environ.get("KOSUMI_NO_SPEEDUPS", "").strip() not in ("", "0"):
+        return None
     try:
-        from kosumi import _speedups as _c
-    except ImportError:  # not built (no compiler at install time): use the fallbacks
-        _c = None
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+_c: ModuleType | None = extension("kosumi._speedups")
 
 #: the C extension itself (None: not built, or KOSUMI_NO_SPEEDUPS): the modules that own a rule
 #: with a C version take it from here (``pick``)

@@ -72,13 +72,14 @@ operations). ``KOSUMI_NO_SPEEDUPS=1`` before the first import forces the Python 
 from __future__ import annotations
 
 import math
-import os
 from array import array
 from collections.abc import Callable, MutableSequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+
+from kosumi.accel import extension
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -413,12 +414,7 @@ def py_update_node(st: Buffer | array[float], priors: Buffer | array[float],
 
 
 # --------------------------------------------------------------------------- implementation
-_c: ModuleType | None = None
-if os.environ.get("KOSUMI_NO_SPEEDUPS", "").strip() in ("", "0"):
-    try:
-        from kosumi.engine import _puct as _c
-    except ImportError:  # not built (no compiler at install time): the Python versions
-        _c = None
+_c: ModuleType | None = extension("kosumi.engine._puct")
 
 HAVE_C: bool = _c is not None
 children: Callable[..., tuple[bytes, bytes]] = _c.children if _c is not None else py_children

@@ -11,6 +11,11 @@ the result for a nearby board (``hint``), a chain's verdict is reused when none 
 reading looked at (and their neighbours) changed; results are also cached by position (boards
 repeat across the history planes of consecutive positions).
 
+Both readings are C (``kosumi.go._ladders``, the same search move for move, some 25x faster)
+when it is built; ``py_ladder_features`` and ``py_dead_ladder_escapes`` are the Python versions,
+which the C one is checked against (``KOSUMI_NO_SPEEDUPS=1`` before the first import forces
+them). The C reading is fast enough to need no ``hint``: it ignores it.
+
 Boards are N*N buffers (bytes/bytearray/uint8 numpy) row-major from the top-left, 0 empty,
 1 black, 2 white; points are flat indices; ``ko`` is the simple-ko point or -1.
 """
@@ -21,10 +26,12 @@ import threading
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TypeVar
 
 import numpy as np
 
+from kosumi.accel import extension
 from kosumi.go import board_kernels
 from kosumi.go.ladders import LadderBoard, captured_defender_first, working_moves
 
@@ -60,6 +67,10 @@ class LadderFeatures:
     ko: int = 0  # padded location of the ko point, 0 for none
     records: dict[tuple[int, ...], _ChainRecord] = field(default_factory=dict, repr=False)
 
+
+_c: ModuleType | None = extension("kosumi.go._ladders")
+#: the readings are the C extension's (else the ``py_`` versions)
+HAVE_C: bool = _c is not None
 
 _cache: OrderedDict[tuple[int, int, bytes], LadderFeatures] = OrderedDict()
 _cache_lock = threading.Lock()
@@ -105,15 +116,33 @@ def ladder_features(board: bytes | bytearray, size: int, ko: int = -1, cache: bo
     """Ladder-captured stones and ladder-working moves of every 1-2 liberty chain on ``board``.
 
     ``hint``: the result for another board of the same size (typically one move apart); the
-    verdict of a chain with the same stones is reused when nothing it read has changed, so
-    nearby boards cost little. Results are also cached by (size, board, ko) in an LRU of 2048
-    boards. The returned arrays are read-only."""
+    Python reading reuses the verdict of a chain with the same stones when nothing it read has
+    changed, so nearby boards cost little (the C reading needs no hint). Results are also
+    cached by (size, board, ko) in an LRU of 2048 boards. The returned arrays are read-only."""
     b = bytes(board)
     key = (size, ko, b)
     if cache:
         hit = _lru_get(_cache, key)
         if hit is not None:
             return hit
+    if _c is not None:
+        captured, working = _c.ladder_planes(b, size, ko)
+        nn = size * size
+        w = size + 2
+        result = LadderFeatures(np.frombuffer(captured, dtype=bool),
+                                np.frombuffer(working, dtype=np.uint8).reshape(3, nn), size, b,
+                                (ko // size + 1) * w + ko % size + 1 if ko >= 0 else 0)
+    else:
+        result = py_ladder_features(b, size, ko, hint)
+    if cache:
+        _lru_put(_cache, key, result)
+    return result
+
+
+def py_ladder_features(board: bytes | bytearray, size: int, ko: int = -1,
+                       hint: LadderFeatures | None = None) -> LadderFeatures:
+    """``ladder_features``'s Python reading (uncached), with the ``hint``'s reuse."""
+    b = bytes(board)
     nn = size * size
     libs = board_kernels.chain_liberties(b, size)  # bytes: liberties of each stone's chain
     captured = bytearray(nn)
@@ -161,8 +190,6 @@ def ladder_features(board: bytes | bytearray, size: int, ko: int = -1, cache: bo
     result = LadderFeatures(np.frombuffer(bytes(captured), dtype=bool),
                             np.frombuffer(bytes(working), dtype=np.uint8).reshape(3, nn),
                             size, b, lb.ko, records)
-    if cache:
-        _lru_put(_cache, key, result)
     return result
 
 
@@ -190,6 +217,19 @@ def dead_ladder_escapes(board: bytes | bytearray, size: int, color: int,
     hit = _lru_get(_escapes, key)
     if hit is not None:
         return hit
+    if _c is not None:
+        result = tuple(np.flatnonzero(np.frombuffer(_c.dead_ladder_escapes(b, size, color, ko),
+                                                    dtype=np.uint8)).tolist())
+    else:
+        result = py_dead_ladder_escapes(b, size, color, ko)
+    _lru_put(_escapes, key, result)
+    return result
+
+
+def py_dead_ladder_escapes(board: bytes | bytearray, size: int, color: int,
+                           ko: int = -1) -> tuple[int, ...]:
+    """``dead_ladder_escapes``'s Python reading (uncached)."""
+    b = bytes(board)
     libs = board_kernels.chain_liberties(b, size)
     out: set[int] = set()
     if libs.count(1):
@@ -210,6 +250,4 @@ def dead_ladder_escapes(board: bytes | bytearray, size: int, color: int,
             lb.undo(lib, color, record)
             if runs and captured_defender_first(lb, loc):
                 out.add(lb.to_pt[lib])
-    result = tuple(sorted(out))
-    _lru_put(_escapes, key, result)
-    return result
+    return tuple(sorted(out))

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from kosumi.go.board import GameState
-from kosumi.go.ladder_planes import cached_ladder_features, ladder_features
+from kosumi.go.ladder_planes import HAVE_C, cached_ladder_features, ladder_features
 from kosumi.nets.features import Basic, batch_board_size, register_feature_set
 
 
@@ -46,7 +46,7 @@ class BasicLadder(Basic):
         for i, s in enumerate(states):
             ko = s.ko if s.ko >= 0 else -1
             hint = None
-            if len(s.boards) >= 2:
+            if not HAVE_C and len(s.boards) >= 2:  # the C reading needs no hint
                 hint = cached_ladder_features(s.boards[-2], n, -1)
             cur = ladder_features(s.board, n, ko, hint=hint)
             planes[i, 11] = cur.captured

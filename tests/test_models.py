@@ -45,19 +45,25 @@ def test_default_is_a_small_conv_student_of_katago():
     assert "g170" in json.dumps(config.provenance)  # distilled from KataGo's g170 net
 
 
-@pytest.mark.parametrize("name, file, size, data", [
-    ("default-9", DEFAULT_9_MODEL, 9, "runs/s35/lab9"),
-    ("default-19", DEFAULT_19_MODEL, 19, "runs/s33/lab")])
-def test_default_plays_each_board_with_a_student_of_katago(name, file, size, data):
+@pytest.mark.parametrize("name, file, size, data, features", [
+    ("default-9", DEFAULT_9_MODEL, 9, "runs/s35/lab9", "basic"),
+    ("default-19", DEFAULT_19_MODEL, 19, "runs/s33/lab", "basic_ladder")])
+def test_default_plays_each_board_with_a_student_of_katago(name, file, size, data, features):
     assert resolve_model(name) == file
     assert file.stat().st_size <= 2_100_000
     config = read_checkpoint(file).config
     assert config.board_sizes == [size] and config.arch == "b6c64"
+    assert config.features == features  # version 7's 19x19 net reads ladders
     assert "g170" in json.dumps(config.provenance)
     assert config.provenance["data"]["path"] == data
-    # both are version 5 (the set's base) fine-tuned on one board's positions
+    # both descend from version 5 (the set's base) by fine-tunes on one board's positions: the
+    # --init lineage nests each init's own init
     base = hashlib.sha256(DEFAULT_MODEL.read_bytes()).hexdigest()
-    assert config.provenance["init"]["sha256"] == base
+    lineage, init = [], config.provenance["init"]
+    while init:
+        lineage.append(init["sha256"])
+        init = init.get("init")
+    assert lineage[-1] == base, lineage
 
 
 def test_default_agrees_with_katago_on_reference_positions(reference_positions):

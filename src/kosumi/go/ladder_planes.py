@@ -11,7 +11,7 @@ the result for a nearby board (``hint``), a chain's verdict is reused when none 
 reading looked at (and their neighbours) changed; results are also cached by position (boards
 repeat across the history planes of consecutive positions).
 
-Both readings are C (``kosumi.go._ladders``, the same search move for move, some 25x faster)
+Both readings are C (``kosumi.go._ladders``, the same search move for move, 16-32x faster)
 when it is built; ``py_ladder_features`` and ``py_dead_ladder_escapes`` are the Python versions,
 which the C one is checked against (``KOSUMI_NO_SPEEDUPS=1`` before the first import forces
 them). The C reading is fast enough to need no ``hint``: it ignores it.

@@ -797,6 +797,10 @@ start(PyObject *const *args, long *size, long *ko, int ko_arg)
     *ko = PyLong_AsLong(args[ko_arg]);
     if (PyErr_Occurred())
         return NULL;
+    if (*size < 2 || *size > MAXN) {
+        PyErr_Format(PyExc_ValueError, "board size %ld is not supported (use 2..%d)", *size, MAXN);
+        return NULL;
+    }
     if (*ko < -1 || *ko >= *size * *size) {
         PyErr_Format(PyExc_ValueError, "ko point %ld is off the board (use -1 for none)", *ko);
         return NULL;

@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 from emit import emit
 
+from kosumi.accel import extension
 from kosumi.errors import KosumiError
 from kosumi.go import ladder_planes
 from kosumi.go.board import GameState
-from kosumi.go.coords import BLACK, WHITE
 from kosumi.go.sgf import load_game
 from kosumi.nets.features import get_feature_set
 
@@ -43,13 +43,10 @@ def positions(files: list[Path]) -> list[GameState]:
     for path in files:
         try:
             game = load_game(path)
+            game.to_state()  # every move legal, or a one-line error naming it
         except (KosumiError, ValueError, OSError) as e:
             raise KosumiError(str(e) if str(path) in str(e) else f"{path}: {e}") from None
-        state = GameState(game.size, game.komi)
-        for stone in (BLACK, WHITE):
-            points = [p for color, p in game.setup if color == stone]
-            if points:
-                state.place_setup(stone, points, to_move=game.to_move)
+        state = game.to_state(0)
         for color, p in game.moves:
             out.append(state.copy())
             state.play(p, color)
@@ -65,9 +62,10 @@ def _time(fn, states: list[GameState]) -> float:
 
 
 def measure(states: list[GameState], repeat: int) -> dict[str, float]:
-    if ladder_planes._c is None:
-        raise KosumiError("kosumi.go._ladders is not built: nothing to compare")
-    c = ladder_planes._c
+    c = extension("kosumi.go._ladders")
+    if c is None:
+        raise KosumiError("kosumi.go._ladders is not built (or KOSUMI_NO_SPEEDUPS): nothing "
+                          "to compare")
     basic = get_feature_set("basic")
     prev: list[ladder_planes.LadderFeatures | None] = [None]
 
